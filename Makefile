@@ -1,0 +1,52 @@
+# Two commands: `make run` serves the app on the demo corpus, `make test` runs lint and tests.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEMO_CORPUS := .cache/demo/python_docs.jsonl
+DEMO_INDEX := indexes/demo
+HOST ?= 127.0.0.1
+PORT ?= 8501
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export SEMSEARCH_DATA ?= $(abspath ../shared/data)
+export SEMSEARCH_INDEX ?= $(abspath $(DEMO_INDEX))
+
+.PHONY: run test lint install demo-index bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(DEMO_CORPUS): | $(STAMP)
+	$(PY) -m data.demo_corpus --out $(DEMO_CORPUS)
+
+$(DEMO_INDEX)/index.json: $(DEMO_CORPUS)
+	$(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX)
+
+demo-index: $(DEMO_INDEX)/index.json
+
+run: $(STAMP) demo-index
+	$(VENV)/bin/streamlit run app.py --server.headless true --server.address $(HOST) \
+		--server.port $(PORT) --browser.gatherUsageStats false
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) bench/bench_indexing.py
+	$(PY) bench/bench_scifact.py
+
+clean:
+	rm -rf $(VENV) .cache indexes .pytest_cache .ruff_cache

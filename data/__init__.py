@@ -1,0 +1,1 @@
+"""Dataset readers (STS, NLI pairs, BEIR, raw text) and the bundled demo corpus builder."""

@@ -1,0 +1,72 @@
+"""Readers for the BEIR format (Thakur et al. 2021): corpus.jsonl, queries.jsonl, qrels/*.tsv."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+def _require(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise FileNotFoundError(
+            f"BEIR {what} not found at {path}. A BEIR dataset folder holds corpus.jsonl, "
+            "queries.jsonl and qrels/<split>.tsv; pass that folder."
+        )
+    return path
+
+
+def iter_beir_corpus(folder: Path | str) -> Iterator[dict]:
+    """Yield {_id, title, text, metadata} per document of `folder/corpus.jsonl`."""
+    path = _require(Path(folder) / "corpus.jsonl", "corpus.jsonl")
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                logger.warning("%s:%d: skipped malformed JSON line (%s)", path, line_no, err.msg)
+                continue
+            yield {
+                "_id": str(row["_id"]),
+                "title": row.get("title") or "",
+                "text": row.get("text") or "",
+                "metadata": row.get("metadata") or {},
+            }
+
+
+def load_beir_queries(folder: Path | str) -> dict[str, str]:
+    """Query id -> query text."""
+    path = _require(Path(folder) / "queries.jsonl", "queries.jsonl")
+    queries: dict[str, str] = {}
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                queries[str(row["_id"])] = row["text"]
+    return queries
+
+
+def load_beir_qrels(folder: Path | str, split: str = "test") -> dict[str, dict[str, int]]:
+    """Query id -> {corpus id: graded relevance} for `qrels/<split>.tsv` (header row skipped)."""
+    path = Path(folder) / "qrels" / f"{split}.tsv"
+    if not path.exists():
+        available = sorted(p.stem for p in (Path(folder) / "qrels").glob("*.tsv"))
+        raise FileNotFoundError(
+            f"No qrels for split '{split}' at {path}. Available splits: {', '.join(available) or 'none'}."
+        )
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t")
+        header = next(reader, None)
+        if header and header[0].strip().isdigit():  # no header row after all
+            qrels.setdefault(header[0], {})[header[1]] = int(header[2])
+        for row in reader:
+            if len(row) >= 3:
+                qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    return qrels

@@ -1,0 +1,126 @@
+"""The bundled demo corpus: the documentation that ships with the Python interpreter.
+
+Every installation has it offline, so `make run` can index real text without a
+download: the language reference topics of `pydoc_data.topics` plus the
+docstrings of the standard-library modules. Docstrings are read from the source
+with `ast`, never by importing, because some modules act on import
+(`antigravity` opens a browser, `this` prints).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# Modules whose docstrings are empty, private or test scaffolding.
+_SKIP_PREFIXES = ("_", "test", "idlelib", "lib2to3", "this", "antigravity", "__")
+
+
+def iter_topic_documents() -> Iterator[dict]:
+    """One document per `pydoc_data.topics` entry (the language reference)."""
+    from pydoc_data.topics import topics
+
+    for name in sorted(topics):
+        text = topics[name].strip()
+        if text:
+            yield {
+                "id": f"topic:{name}",
+                "title": f"Language reference: {name}",
+                "text": text,
+                "source": "pydoc_data.topics",
+            }
+
+
+def _module_source(name: str) -> str | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        return Path(spec.origin).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def module_document(name: str, source: str) -> dict | None:
+    """Module docstring followed by the docstrings of its public classes and functions."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    sections: list[str] = []
+    module_doc = ast.get_docstring(tree)
+    if module_doc:
+        sections.append(module_doc.strip())
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        if node.name.startswith("_"):
+            continue
+        doc = ast.get_docstring(node)
+        if doc and len(doc.split()) >= 5:
+            kind = "class" if isinstance(node, ast.ClassDef) else "function"
+            sections.append(f"{kind} {name}.{node.name}: {doc.strip()}")
+    if not sections:
+        return None
+    return {
+        "id": f"module:{name}",
+        "title": f"Module {name}",
+        "text": "\n\n".join(sections),
+        "source": "stdlib docstrings",
+    }
+
+
+def iter_module_documents() -> Iterator[dict]:
+    """One document per standard-library module with documentation."""
+    for name in sorted(sys.stdlib_module_names):
+        if name.startswith(_SKIP_PREFIXES):
+            continue
+        source = _module_source(name)
+        if source is None:
+            continue
+        doc = module_document(name, source)
+        if doc is not None:
+            yield doc
+
+
+def build_demo_corpus(out_path: Path | str) -> Path:
+    """Write the demo corpus as JSON lines {id, title, text, source}; return the path."""
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(out_path.suffix + ".tmp")
+    count = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for doc in (*iter_topic_documents(), *iter_module_documents()):
+            fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            count += 1
+    tmp.replace(out_path)
+    logger.info("wrote %d demo documents to %s", count, out_path)
+    return out_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m data.demo_corpus",
+        description="Write the demo corpus (Python's own documentation) as JSON lines.",
+    )
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    path = build_demo_corpus(args.out)
+    print(f"demo corpus written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Configuration of one indexing run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Everything `build_index` needs.
+
+    `model=None` means the default bi-encoder (all-MiniLM-L6-v2). `db_url=None`
+    means a SQLite file inside `index_dir`. `passage_tokens=None` means as long
+    as the model reads (its max sequence length, less special and title tokens).
+    `prune=False` adds and updates without removing documents the source lacks
+    (for uploads into an index built from another source).
+    """
+
+    source: Path
+    index_dir: Path
+    model: str | None = None
+    db_url: str | None = None
+    rebuild: bool = False
+    strict: bool = False
+    prune: bool = True
+    batch_size: int = 64
+    passage_tokens: int | None = None
+    overlap_tokens: int = 32
+    embed_titles: bool = True
+    csv_id_column: str = "id"
+    csv_title_column: str = "title"
+    csv_text_column: str = "text"
+    show_progress: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", Path(self.source))
+        object.__setattr__(self, "index_dir", Path(self.index_dir))
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size ({self.batch_size}) must be at least 1.")
+        if self.overlap_tokens < 0:
+            raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must not be negative.")
+        if self.passage_tokens is not None:
+            if self.passage_tokens < 16:
+                raise ValueError(
+                    f"passage_tokens ({self.passage_tokens}) is too small; use at least 16."
+                )
+            if self.overlap_tokens >= self.passage_tokens:
+                raise ValueError(
+                    f"overlap_tokens ({self.overlap_tokens}) must be smaller than "
+                    f"passage_tokens ({self.passage_tokens}); lower --overlap."
+                )

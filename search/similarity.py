@@ -1,0 +1,100 @@
+"""The similarity API other code imports: cosine similarity of sentence embeddings.
+
+`similarity_matrix` and `top_pairs` work in row blocks, so N sentences never
+need an N×N matrix in memory at once when only the best pairs are wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from indexer.embedding import encode_texts, load_bi_encoder
+
+_BLOCK_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class Pair:
+    i: int
+    j: int
+    score: float
+
+
+def _model(model):
+    """A loaded model passed through, a folder path or None (the default) loaded once."""
+    if model is None or isinstance(model, str):
+        return load_bi_encoder(model)
+    return model
+
+
+def _check_sentences(sentences: Sequence[str], name: str) -> list[str]:
+    if isinstance(sentences, str):
+        raise TypeError(f"{name} must be a list of strings, not a single string; wrap it in [...].")
+    items = list(sentences)
+    for pos, sentence in enumerate(items):
+        if not isinstance(sentence, str):
+            raise TypeError(f"{name}[{pos}] is {type(sentence).__name__}; every item must be a string.")
+    return items
+
+
+def embed(sentences: Sequence[str], model=None, batch_size: int = 64) -> np.ndarray:
+    """Unit-normalised float32 embeddings, (n, dim)."""
+    return encode_texts(_model(model), _check_sentences(sentences, "sentences"), batch_size=batch_size)
+
+
+def similarity(a: str, b: str, model=None) -> float:
+    """Cosine similarity of the embeddings of two sentences, in [-1, 1]."""
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, not {type(value).__name__}.")
+    vectors = embed([a, b], model)
+    return float(vectors[0] @ vectors[1])
+
+
+def similarity_matrix(
+    sentences_a: Sequence[str], sentences_b: Sequence[str] | None = None, model=None
+) -> np.ndarray:
+    """Cosine similarities, shape (len(a), len(b)); `b` defaults to `a`."""
+    a = _check_sentences(sentences_a, "sentences_a")
+    emb_a = embed(a, model)
+    emb_b = emb_a if sentences_b is None else embed(_check_sentences(sentences_b, "sentences_b"), model)
+    return emb_a @ emb_b.T
+
+
+def top_pairs(sentences: Sequence[str], k: int = 10, model=None) -> list[Pair]:
+    """The k most similar pairs (i < j) among `sentences`, best first, computed block by block."""
+    if k < 1:
+        raise ValueError(f"k ({k}) must be at least 1.")
+    items = _check_sentences(sentences, "sentences")
+    if len(items) < 2:
+        raise ValueError(f"top_pairs needs at least 2 sentences, got {len(items)}.")
+    return top_pairs_from_embeddings(embed(items, model), k)
+
+
+def top_pairs_from_embeddings(emb: np.ndarray, k: int, block_rows: int = _BLOCK_ROWS) -> list[Pair]:
+    """Exact top-k of the strict upper triangle of emb @ emb.T, one row block at a time."""
+    n = len(emb)
+    best_scores = np.empty(0, dtype=np.float32)
+    best_i = np.empty(0, dtype=np.int64)
+    best_j = np.empty(0, dtype=np.int64)
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        block = emb[start:stop] @ emb.T  # (rows, n)
+        rows = np.arange(start, stop)[:, None]
+        block[np.arange(n)[None, :] <= rows] = -np.inf  # keep i < j only
+        flat = block.ravel()
+        take = min(k, int(np.isfinite(flat).sum()))
+        if take == 0:
+            continue
+        idx = np.argpartition(-flat, take - 1)[:take]
+        best_scores = np.concatenate([best_scores, flat[idx]])
+        best_i = np.concatenate([best_i, idx // n + start])
+        best_j = np.concatenate([best_j, idx % n])
+        if len(best_scores) > k:
+            keep = np.argpartition(-best_scores, k - 1)[:k]
+            best_scores, best_i, best_j = best_scores[keep], best_i[keep], best_j[keep]
+    order = np.lexsort((best_j, best_i, -best_scores))
+    return [Pair(int(best_i[o]), int(best_j[o]), float(best_scores[o])) for o in order]

@@ -1,0 +1,144 @@
+"""Incremental builds, consistency of SQL rows with FAISS, and failure safety (tiny model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sqlalchemy.orm import Session
+
+from indexer import BadInputError, IndexConfig, IndexMismatchError, build_index
+from indexer.faiss_store import VectorStore
+from indexer.schema import PassageRow
+from indexer.sql_store import count_passages, default_db_url, index_info, make_engine
+
+
+def store_state(index_dir):
+    """(passage ids in SQL, ids in FAISS) for the committed state of an index."""
+    engine = make_engine(default_db_url(index_dir))
+    with Session(engine) as session:
+        sql_ids = sorted(session.scalars(PassageRow.__table__.select().with_only_columns(PassageRow.id)))
+        info = index_info(session)
+        faiss_ids = sorted(VectorStore.load(index_dir / info.vector_file).ids().tolist())
+        assert count_passages(session) == len(sql_ids)
+    engine.dispose()
+    return sql_ids, faiss_ids
+
+
+def config(source, index_dir, model, **kw):
+    return IndexConfig(source=source, index_dir=index_dir, model=model, show_progress=False, **kw)
+
+
+def test_incremental_add_change_delete_keeps_sql_and_faiss_equal(topic_corpus, tmp_path, tiny_model):
+    index_dir = tmp_path / "idx"
+    first = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert (first.documents_added, first.total_documents) == (4, 4)
+    sql_ids, faiss_ids = store_state(index_dir)
+    assert sql_ids == faiss_ids and len(sql_ids) == first.total_passages
+
+    unchanged = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert unchanged.documents_unchanged == 4 and unchanged.passages_embedded == 0
+    assert store_state(index_dir) == (sql_ids, faiss_ids), "an unchanged source touches nothing"
+
+    (topic_corpus / "baking.txt").write_text("Sourdough needs a starter fed with flour and water.")
+    (topic_corpus / "markets.txt").unlink()
+    (topic_corpus / "new.txt").write_text("The orchestra played a symphony by Brahms.")
+    third = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert (third.documents_added, third.documents_updated, third.documents_removed) == (1, 1, 1)
+    assert third.documents_unchanged == 2
+    assert third.passages_embedded == 2
+    sql_after, faiss_after = store_state(index_dir)
+    assert sql_after == faiss_after
+    assert len(sql_after) == third.total_passages == 4
+    assert len(list(index_dir.glob("vectors-*.faiss"))) == 1, "stale vector files are removed"
+
+
+def test_long_documents_are_split_not_truncated(tmp_path, tiny_model):
+    source = tmp_path / "long.jsonl"
+    text = " ".join(f"sentence number {i} talks about topic {i % 7}." for i in range(200))
+    source.write_text(json.dumps({"id": "long", "title": "Long", "text": text}) + "\n")
+    report = build_index(config(source, tmp_path / "idx", tiny_model, overlap_tokens=4))
+    assert report.total_passages > 1
+    engine = make_engine(default_db_url(tmp_path / "idx"))
+    with Session(engine) as session:
+        rows = session.query(PassageRow).order_by(PassageRow.ordinal).all()
+        assert rows[0].start_char == 0 and rows[-1].end_char == len(text)
+        for row in rows:
+            assert text[row.start_char : row.end_char] == row.text
+            assert row.document.doc_key == "long"
+    engine.dispose()
+
+
+def test_other_model_into_existing_index_suggests_rebuild(topic_corpus, tmp_path, tiny_model, tiny_model_dir):
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    with pytest.raises(IndexMismatchError, match="pass --rebuild"):
+        build_index(config(topic_corpus, index_dir, str(tiny_model_dir)))
+    rebuilt = build_index(config(topic_corpus, index_dir, str(tiny_model_dir), rebuild=True))
+    assert rebuilt.documents_added == 4
+    sql_ids, faiss_ids = store_state(index_dir)
+    assert sql_ids == faiss_ids and len(sql_ids) == 4
+
+
+def test_failed_write_leaves_previous_index_usable(topic_corpus, tmp_path, tiny_model, monkeypatch):
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    before = store_state(index_dir)
+    (topic_corpus / "extra.txt").write_text("A brand new document about glaciers.")
+
+    def disk_full(self, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(VectorStore, "save", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        build_index(config(topic_corpus, index_dir, tiny_model))
+    monkeypatch.undo()
+    assert store_state(index_dir) == before, "a failed build must not change what is stored"
+    after = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert after.documents_added == 1
+
+
+def test_strict_turns_bad_input_into_an_error_before_anything_is_written(tmp_path, tiny_model):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "good.txt").write_text("fine text")
+    (source / "bad.jsonl").write_text("{broken\n")
+    with pytest.raises(BadInputError, match=r"bad.jsonl:1: malformed JSON .*--strict"):
+        build_index(config(source, tmp_path / "idx", tiny_model, strict=True))
+    assert not (tmp_path / "idx" / "index.json").exists()
+    lenient = build_index(config(source, tmp_path / "idx", tiny_model))
+    assert lenient.total_documents == 1
+    assert [str(i) for i in lenient.issues] == ["bad.jsonl:1: malformed JSON (Expecting property name enclosed in double quotes)"]
+
+
+def test_empty_source_is_an_error(tmp_path, tiny_model):
+    (tmp_path / "src").mkdir()
+    with pytest.raises(BadInputError, match="No documents found"):
+        build_index(config(tmp_path / "src", tmp_path / "idx", tiny_model))
+
+
+def test_prune_false_keeps_documents_the_source_lacks(topic_corpus, tmp_path, tiny_model):
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (uploads / "note.txt").write_text("An uploaded note about comets.")
+    report = build_index(config(uploads, index_dir, tiny_model, prune=False))
+    assert (report.documents_added, report.documents_removed, report.total_documents) == (1, 0, 5)
+
+
+def test_passage_tokens_that_do_not_fit_the_model_are_rejected(topic_corpus, tmp_path, tiny_model):
+    with pytest.raises(ValueError, match=r"passage_tokens \(500\) does not fit the model's max sequence length \(128\)"):
+        build_index(config(topic_corpus, tmp_path / "idx", tiny_model, passage_tokens=500))
+
+
+def test_vectors_are_unit_norm(topic_corpus, tmp_path, tiny_model):
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    engine = make_engine(default_db_url(index_dir))
+    with Session(engine) as session:
+        store = VectorStore.load(index_dir / index_info(session).vector_file)
+    engine.dispose()
+    scores, _ = store.search(np.eye(store.dim, dtype=np.float32)[:1], store.ntotal)
+    assert np.all(np.abs(scores) <= 1.0 + 1e-5)
