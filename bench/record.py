@@ -45,13 +45,16 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def record(name: str, title: str, body: str, path: Path = BENCHMARKS) -> None:
+def record(
+    name: str, title: str, body: str, path: Path = BENCHMARKS, command: str | None = None
+) -> None:
     """Replace (or append) the block for benchmark `name` in BENCHMARKS.md."""
+    command = command or f"python bench/{name}.py"
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     block = (
         f"<!-- bench:{name} -->\n## {title}\n\n"
         f"Measured {stamp} on {machine_description()}.\n"
-        f"Command: `python bench/{name}.py`\n\n{body.strip()}\n<!-- /bench:{name} -->"
+        f"Command: `{command}`\n\n{body.strip()}\n<!-- /bench:{name} -->"
     )
     text = path.read_text() if path.exists() else "# Benchmarks\n\nEvery table below is written by a script in `bench/`.\n"
     pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)

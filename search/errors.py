@@ -15,5 +15,9 @@ class IndexNotFoundError(SearchError, FileNotFoundError):
     """No index has been built in the folder."""
 
 
+class IndexUnreadableError(SearchError):
+    """The index exists but a part it needs (model folder, vector file) is gone."""
+
+
 class QueryTruncatedWarning(UserWarning):
     """The query is longer than the model reads; the tail was dropped."""

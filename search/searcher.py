@@ -23,7 +23,7 @@ from indexer.sql_store import (
     resolve_db_url,
 )
 from search.config import SearchConfig
-from search.errors import EmptyQueryError, IndexNotFoundError
+from search.errors import EmptyQueryError, IndexNotFoundError, IndexUnreadableError
 from search.hits import Hit
 from search.rerank import Reranker
 from search.retrieve import Candidate, DenseRetriever
@@ -85,8 +85,11 @@ class Searcher:
                     "out, or rebuild the index with this model."
                 )
             self._vector_file = info.vector_file
-        self.model = load_bi_encoder(self._model_spec)
-        self.store = VectorStore.load(self.index_dir / self._vector_file)
+        try:
+            self.model = load_bi_encoder(self._model_spec)
+            self.store = VectorStore.load(self.index_dir / self._vector_file)
+        except FileNotFoundError as err:
+            raise IndexUnreadableError(f"The index in {self.index_dir} cannot be opened: {err}") from err
         self.retriever = DenseRetriever(self.model, self.store)
 
     def refresh(self) -> bool:

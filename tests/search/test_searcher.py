@@ -91,3 +91,12 @@ def test_missing_index_says_how_to_build_one(tmp_path):
 def test_other_model_than_the_index_was_built_with_is_refused(real_index, tiny_model):
     with pytest.raises(IndexMismatchError, match="would compare unrelated vectors"):
         Searcher(real_index, model=tiny_model)
+
+
+def test_deleted_vector_file_is_a_search_error_with_the_fix(real_index):
+    from search import IndexUnreadableError
+
+    for path in real_index.glob("vectors-*.faiss"):
+        path.unlink()
+    with pytest.raises(IndexUnreadableError, match="--rebuild"):
+        Searcher(real_index)

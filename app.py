@@ -1,0 +1,341 @@
+"""Streamlit pages over an index: search it, compare sentences, add documents.
+
+Every action calls search/ or indexer/; this file only lays out widgets and
+turns their errors into messages. Run with `make run`, or
+`streamlit run app.py` with SEMSEARCH_INDEX naming the index folder.
+A link such as `/?q=how+do+I+open+a+file` opens the search page with that query.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import textwrap
+import warnings
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from indexer import IndexerError
+from search import (
+    EmptyQueryError,
+    Hit,
+    IndexNotFoundError,
+    IndexStats,
+    QueryTruncatedWarning,
+    Searcher,
+    SearchError,
+    similarity,
+    similarity_matrix,
+    top_pairs,
+)
+from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
+from ui.uploads import ACCEPTED_TYPES, UploadResult, index_uploads
+
+REPO_ROOT = Path(__file__).resolve().parent
+DEFAULT_INDEX = Path("indexes") / "demo"
+SEARCH_PAGE, COMPARE_PAGE = "Search", "Compare"
+PAGES = (SEARCH_PAGE, COMPARE_PAGE)
+DEFAULT_K = 5
+MAX_K = 50
+# Beyond this many sentences a heatmap is unreadable; the pairs table still covers them all.
+MAX_HEATMAP_SENTENCES = 40
+HEATMAP_ROW_PX = 36
+EXAMPLE_QUERY = "how do I open a file"
+EXAMPLE_PAIR = ("How do I read a file line by line?", "Iterate over the lines of a text file.")
+EXAMPLE_SENTENCES = """\
+How do I read a file line by line?
+Iterate over the lines of a text file.
+Sort a list of numbers in place.
+The sorted() function returns a new sorted list.
+The weather is sunny today.
+"""
+
+
+def index_dir() -> Path:
+    """SEMSEARCH_INDEX, or indexes/demo; a relative path is taken from the repository root."""
+    path = Path(os.environ.get("SEMSEARCH_INDEX") or DEFAULT_INDEX).expanduser()
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+@st.cache_resource(show_spinner="Loading the index and the model…")
+def load_searcher(folder: str) -> Searcher:
+    """One Searcher (and so one model and one copy of the vectors) per index folder per process.
+
+    A failed load raises and is not cached, so building the index and reloading
+    the page is enough.
+    """
+    return Searcher(folder)
+
+
+def missing_index_message(folder: Path) -> str:
+    return (
+        f"**No index found in `{folder}`.** To get started, either:\n"
+        f"- build one from your files: `python -m indexer build --source PATH --index {folder}`;\n"
+        "- upload files under **Add documents** in the sidebar to start an index here;\n"
+        "- or try the demo over Python's own documentation: `make demo-index`, then `make run` "
+        f"(it serves `{DEFAULT_INDEX}`).\n\n"
+        "Then reload this page."
+    )
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def model_label(spec: str) -> str:
+    """`default:all-MiniLM-L6-v2` shows as the model name, a local model folder as its name."""
+    return spec.split(":", 1)[1] if spec.startswith("default:") else Path(spec).name
+
+
+def initial_state() -> None:
+    """Fill widget state once per session from the URL, so search links can be shared."""
+    params = st.query_params
+    if "page" not in st.session_state:
+        wanted = params.get("page", "").strip().lower()
+        st.session_state.page = COMPARE_PAGE if wanted == COMPARE_PAGE.lower() else SEARCH_PAGE
+    if "query" not in st.session_state:
+        st.session_state.query = params.get("q", "")
+    if "k" not in st.session_state:
+        try:
+            st.session_state.k = min(max(int(params.get("k", DEFAULT_K)), 1), MAX_K)
+        except ValueError:
+            st.session_state.k = DEFAULT_K
+
+
+# --- Adding documents ---------------------------------------------------------------------------
+
+
+def upload_section(folder: Path) -> None:
+    sidebar = st.sidebar
+    sidebar.subheader("Add documents")
+    files = sidebar.file_uploader(
+        "Files to index",
+        type=list(ACCEPTED_TYPES),
+        accept_multiple_files=True,
+        key="uploads",
+        help=".txt and .md files become one document each; .jsonl lines and .csv rows "
+        "need a `text` field (and may have `id` and `title`).",
+    )
+    if sidebar.button("Index these files", disabled=not files, key="index_uploads"):
+        bar = sidebar.progress(0.0, text="Reading files…")
+
+        def on_progress(done: int, total: int) -> None:
+            bar.progress(
+                done / total if total else 1.0, text=f"Embedded {done} of {total} passages"
+            )
+
+        try:
+            result = index_uploads([(f.name, f.getvalue()) for f in files], folder, on_progress)
+        except (IndexerError, ValueError) as err:
+            bar.empty()
+            st.session_state.upload_result = None
+            sidebar.error(f"Nothing was added to the index. {err}")
+            return
+        bar.progress(1.0, text="Done")
+        st.session_state.upload_result = result
+        with contextlib.suppress(IndexNotFoundError):  # the search page explains a missing index
+            load_searcher(str(folder)).refresh()
+    result: UploadResult | None = st.session_state.get("upload_result")
+    if result is not None:
+        report = result.report
+        sidebar.success(
+            f"Added {plural(report.documents_added, 'new document')} and updated "
+            f"{plural(report.documents_updated, 'document')} from {plural(len(result.saved), 'file')} "
+            f"({plural(report.passages_embedded, 'passage')} embedded). "
+            f"The index now holds {plural(report.total_documents, 'document')}."
+        )
+        sidebar.caption(report.summary())
+        for issue in result.issues:
+            sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
+
+
+# --- Search page --------------------------------------------------------------------------------
+
+
+def show_stats(stats: IndexStats) -> None:
+    cols = st.columns(3)
+    cols[0].metric("Documents", f"{stats.documents:,}")
+    cols[1].metric("Passages", f"{stats.passages:,}")
+    cols[2].metric(
+        "Build time", f"{stats.build_seconds:.1f} s", help="How long the last build took"
+    )
+    st.caption(
+        f"Model **{model_label(stats.model)}** ({stats.dimension} dimensions) · "
+        f"built {stats.built_at:%Y-%m-%d %H:%M} UTC"
+    )
+
+
+def show_hit(rank: int, hit: Hit, query: str) -> None:
+    with st.container(border=True):
+        title = escape_markdown(hit.title or hit.doc_id)
+        st.markdown(f"**{rank}. {title}** &nbsp; :gray[score {hit.score:.3f}]")
+        st.caption(f"{hit.doc_id} · {hit.source} · characters {hit.start_char}–{hit.end_char}")
+        st.markdown(snippet_markdown(hit.text, query))
+        with st.expander("Full passage"):
+            st.markdown(passage_markdown(hit.text, query))
+
+
+def search_page(folder: Path) -> None:
+    st.title("Search")
+    try:
+        searcher = load_searcher(str(folder))
+        stats = searcher.stats()
+    except IndexNotFoundError:
+        st.info(missing_index_message(folder))
+        return
+    except (IndexerError, SearchError) as err:
+        st.error(f"The index in {folder} cannot be opened. {err}")
+        return
+    show_stats(stats)
+
+    left, right = st.columns([5, 1])
+    left.text_input("Query", key="query", placeholder=f"e.g. {EXAMPLE_QUERY}")
+    right.number_input("Results", min_value=1, max_value=MAX_K, step=1, key="k")
+    query: str = st.session_state.query
+    k = int(st.session_state.k)
+    if query:
+        st.query_params["q"] = query
+    else:
+        st.query_params.pop("q", None)
+    if not query:
+        st.info(f"Type a question or a few words, for example: *{EXAMPLE_QUERY}*.")
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", QueryTruncatedWarning)
+        try:
+            hits = searcher.search(query, k)
+        except EmptyQueryError as err:
+            st.warning(str(err))
+            return
+        except (SearchError, ValueError) as err:
+            st.error(f"The search failed. {err}")
+            return
+    for warning in caught:
+        if issubclass(warning.category, QueryTruncatedWarning):
+            st.warning(str(warning.message))
+    if not hits:
+        st.info(
+            "The index holds no documents yet. Add some under **Add documents** in the sidebar."
+        )
+        return
+    st.caption(f"{len(hits)} best matching documents, best first.")
+    for rank, hit in enumerate(hits, start=1):
+        show_hit(rank, hit, query)
+
+
+# --- Compare page -------------------------------------------------------------------------------
+
+
+def heatmap(sentences: list[str], scores: np.ndarray) -> alt.LayerChart:
+    """Rows are labelled with the (shortened) sentence, columns with its number, to stay legible."""
+    n = len(sentences)
+    rows = [f"{i}. {textwrap.shorten(s, 45, placeholder='…')}" for i, s in enumerate(sentences, 1)]
+    columns = [str(i) for i in range(1, n + 1)]
+    frame = pd.DataFrame(
+        {
+            "row": [rows[i] for i in range(n) for _ in range(n)],
+            "column": [columns[j] for _ in range(n) for j in range(n)],
+            "similarity": scores.astype(float).ravel(),
+        }
+    )
+    base = alt.Chart(frame).encode(
+        x=alt.X("column:N", sort=columns, title=None, axis=alt.Axis(labelAngle=0, orient="top")),
+        y=alt.Y("row:N", sort=rows, title=None, axis=alt.Axis(labelLimit=320)),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color(
+            "similarity:Q",
+            title="cosine",
+            scale=alt.Scale(scheme="blues", domain=[0, 1], clamp=True),
+            legend=None,  # every cell prints its score
+        ),
+        tooltip=["row", "column", alt.Tooltip("similarity:Q", format=".3f")],
+    )
+    values = base.mark_text(fontSize=12).encode(
+        text=alt.Text("similarity:Q", format=".2f"),
+        color=alt.when(alt.datum.similarity > 0.6)
+        .then(alt.value("white"))
+        .otherwise(alt.value("black")),
+    )
+    return (cells + values).properties(height=HEATMAP_ROW_PX * n)
+
+
+def compare_page() -> None:
+    st.title("Compare sentences")
+    st.caption(
+        "Cosine similarity of sentence embeddings: near 1 for the same meaning, near 0 for unrelated."
+    )
+
+    st.subheader("Two sentences")
+    first = st.text_input("First sentence", value=EXAMPLE_PAIR[0], key="first")
+    second = st.text_input("Second sentence", value=EXAMPLE_PAIR[1], key="second")
+    if first.strip() and second.strip():
+        st.metric("Cosine similarity", f"{similarity(first, second):.3f}")
+    else:
+        st.info("Type a sentence in both boxes to compare them.")
+
+    st.subheader("Many sentences")
+    text = st.text_area(
+        "Sentences, one per line", value=EXAMPLE_SENTENCES, height=180, key="sentences"
+    )
+    n_pairs = int(
+        st.columns(4)[0].number_input(
+            "Pairs to list", min_value=1, max_value=100, value=5, key="n_pairs"
+        )
+    )
+    sentences = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(sentences) < 2:
+        st.info("Enter at least two sentences, one per line, to see how similar they are.")
+        return
+    try:
+        pairs = top_pairs(sentences, n_pairs)
+        scores = similarity_matrix(sentences) if len(sentences) <= MAX_HEATMAP_SENTENCES else None
+    except ValueError as err:
+        st.error(f"Could not compare these sentences. {err}")
+        return
+    if scores is None:
+        st.info(
+            f"{len(sentences)} sentences are too many for a readable heatmap "
+            f"(at most {MAX_HEATMAP_SENTENCES}); the most similar pairs are below."
+        )
+    else:
+        st.altair_chart(heatmap(sentences, scores), width="stretch")
+    st.markdown("**Most similar pairs**")
+    st.table(
+        pd.DataFrame(
+            {
+                "Pair": [f"{p.i + 1} & {p.j + 1}" for p in pairs],
+                "Sentence": [escape_markdown(sentences[p.i]) for p in pairs],
+                "Most similar to": [escape_markdown(sentences[p.j]) for p in pairs],
+                "Similarity": [f"{p.score:.3f}" for p in pairs],
+            }
+        ),
+        hide_index=True,
+    )
+
+
+# --- Layout -------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    st.set_page_config(page_title="Semantic search", page_icon="🔎", layout="wide")
+    initial_state()
+    folder = index_dir()
+    st.sidebar.title("Semantic search")
+    page = st.sidebar.radio("Page", PAGES, key="page")
+    st.sidebar.caption(f"Index: `{folder}`")
+    upload_section(folder)
+    if page == COMPARE_PAGE:
+        st.query_params.clear()
+        st.query_params["page"] = COMPARE_PAGE.lower()
+        compare_page()
+    else:
+        st.query_params.pop("page", None)
+        search_page(folder)
+
+
+main()

@@ -1,0 +1,247 @@
+"""The Streamlit pages, driven by AppTest over a small real index built with the default model."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from indexer import IndexConfig, build_index
+from ui.highlight import escape_markdown
+
+pytestmark = pytest.mark.integration
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+TIMEOUT = 60
+DOCS = {
+    "pasta.txt": "To cook spaghetti, bring a large pot of salted water to a rolling boil, add the "
+    "pasta and boil it for about ten minutes until it is al dente, then drain it.",
+    "jupiter.txt": "Jupiter is the largest planet in the solar system, a gas giant with a great red "
+    "spot, dozens of moons and faint rings.",
+    "tomatoes.txt": "Tomato plants need full sun, deep watering and a stake or cage to support the "
+    "vines; pinch off suckers and mulch the soil in the garden.",
+    "football.txt": "A football match has two halves of forty-five minutes; a team scores a goal when "
+    "the ball crosses the goal line between the posts.",
+}
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("app_index")
+    source = root / "source"
+    source.mkdir()
+    for name, text in DOCS.items():
+        (source / name).write_text(text, encoding="utf-8")
+    index = root / "index"
+    report = build_index(IndexConfig(source=source, index_dir=index, show_progress=False))
+    assert report.total_documents == len(DOCS) and not report.issues
+    return index
+
+
+def run_app(query_params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params.update(query_params or {})
+    return at.run()
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def result_titles(at: AppTest) -> list[str]:
+    """Result headings read "**1. title** &nbsp; :gray[score 0.123]"."""
+    return [
+        m.value.split("**")[1].split(". ", 1)[1] for m in at.markdown if m.value.startswith("**")
+    ]
+
+
+def test_search_page_shows_stats_and_ranks_the_right_document_first(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app()
+    assert not at.exception
+    stats = metrics(at)
+    assert stats["Documents"] == "4"
+    assert stats["Passages"] == "4"
+    assert stats["Build time"].endswith(" s")
+    assert at.main.caption[0].value.startswith(
+        "Model **all-MiniLM-L6-v2** (384 dimensions) · built "
+    )
+    assert at.info and "Type a question" in at.info[0].value  # nothing searched yet
+
+    at.text_input(key="query").input("how long do I boil noodles").run()
+    assert not at.exception
+    titles = result_titles(at)
+    assert titles[0] == "pasta"
+    assert sorted(titles) == sorted(Path(n).stem for n in DOCS)  # k=5 > 4 documents: all, once
+    assert any(":orange[**boil**]" in m.value for m in at.markdown)  # snippet highlight
+    assert at.query_params["q"] == "how long do I boil noodles"  # shareable link
+
+    at.number_input(key="k").set_value(2).run()
+    assert result_titles(at)[:1] == ["pasta"] and len(result_titles(at)) == 2
+    assert [e.label for e in at.expander] == ["Full passage", "Full passage"]
+
+
+def test_query_in_the_url_searches_on_load(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app({"q": "largest planet with moons", "k": "1"})
+    assert not at.exception
+    assert at.text_input(key="query").value == "largest planet with moons"
+    assert result_titles(at) == ["jupiter"]
+
+
+def test_blank_query_gives_a_friendly_message(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app()
+    at.text_input(key="query").input("   ").run()
+    assert not at.exception
+    assert not at.error
+    assert [w.value for w in at.warning] == ["The query is empty. Type a few words to search for."]
+    assert result_titles(at) == []
+
+
+def test_overlong_query_warns_and_still_searches(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app()
+    at.text_input(key="query").input("spaghetti pasta boil " + "water " * 400).run()
+    assert not at.exception
+    assert len(at.warning) == 1 and "the rest was ignored" in at.warning[0].value
+    assert result_titles(at)[0] == "pasta"
+
+
+def test_missing_index_says_how_to_build_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(tmp_path))
+    at = run_app()
+    assert not at.exception
+    assert not at.error
+    message = at.info[0].value
+    assert "No index" in message
+    assert "make demo-index" in message
+    assert f"python -m indexer build --source PATH --index {tmp_path}" in message
+    assert not at.text_input  # no query box without an index
+
+
+def test_compare_page_scores_two_sentences_and_a_list(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app()
+    at.sidebar.radio(key="page").set_value("Compare").run()
+    assert not at.exception
+    assert at.query_params == {"page": "compare"}
+
+    at.text_input(key="first").input("A man is playing a guitar.")
+    at.text_input(key="second").input("Someone plays an instrument.").run()
+    close = float(metrics(at)["Cosine similarity"])
+    at.text_input(key="second").input("The stock market fell sharply today.").run()
+    far = float(metrics(at)["Cosine similarity"])
+    assert -1.0 <= far < close <= 1.0
+
+    sentences = [
+        "The cat sits on the mat.",
+        "A dog runs in the park.",
+        "A kitten is sitting on a rug.",
+        "Interest rates rose again.",
+    ]
+    at.text_area(key="sentences").input("\n".join(sentences) + "\n\n").run()
+    assert not at.exception
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 1
+    spec = json.loads(charts[0].proto.spec)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rect", "text"]
+    pairs = at.table[0].value
+    assert len(pairs) == 5
+    assert pairs["Pair"].iloc[0] == "1 & 3"  # cat on the mat ~ kitten on a rug
+    assert set(pairs.iloc[0][["Sentence", "Most similar to"]]) == {
+        escape_markdown(sentences[0]),
+        escape_markdown(sentences[2]),
+    }
+    assert pairs["Similarity"].astype(float).is_monotonic_decreasing
+
+    at.text_area(key="sentences").input("only one sentence").run()
+    assert not at.get("vega_lite_chart")
+    assert any("at least two sentences" in i.value for i in at.info)
+
+
+def test_upload_adds_documents_and_warns_about_a_bad_file(
+    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index)
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+    at = run_app()
+    assert at.sidebar.button(key="index_uploads").disabled  # nothing chosen yet
+    at.file_uploader(key="uploads").set_value(
+        [
+            ("violin.txt", b"The violin is a string instrument played with a bow.", "text/plain"),
+            ("scan.txt", b"\x00\x01\x02binary\x00", "text/plain"),
+        ]
+    ).run()
+    at.sidebar.button(key="index_uploads").click().run()
+    assert not at.exception
+    assert not at.error
+    assert at.sidebar.success[0].value == (
+        "Added 1 new document and updated 0 documents from 2 files (1 passage embedded). "
+        "The index now holds 5 documents."
+    )
+    warnings = [w.value for w in at.sidebar.warning]
+    assert len(warnings) == 1 and warnings[0].startswith("Skipped scan.txt: binary file")
+    assert at.get("progress")[0].proto.value == 100
+    assert metrics(at)["Documents"] == "5"
+    assert (index / "uploads" / "violin.txt").is_file()
+
+    at.text_input(key="query").input("bowed string instrument").run()
+    assert result_titles(at)[0] == "violin"  # the cached Searcher was refreshed
+
+
+def test_upload_into_a_missing_index_starts_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(tmp_path / "new"))
+    at = run_app()
+    assert "No index" in at.info[0].value
+    at.file_uploader(key="uploads").set_value(
+        (
+            "comets.md",
+            b"# Comets\n\nComets are icy bodies that grow tails near the sun.",
+            "text/markdown",
+        )
+    ).run()
+    at.sidebar.button(key="index_uploads").click().run()
+    assert not at.exception
+    assert metrics(at)["Documents"] == "1"
+    at.text_input(key="query").input("icy objects with tails").run()
+    assert result_titles(at) == ["Comets"]
+
+
+def test_upload_while_another_build_runs_shows_the_error(
+    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index)
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+    at = run_app()
+    at.file_uploader(key="uploads").set_value(("harp.txt", b"The harp has strings.", "text/plain"))
+    at.run()
+    with open(index / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a concurrent `indexer build` would
+        at.sidebar.button(key="index_uploads").click().run()
+    assert not at.exception
+    assert at.sidebar.error[0].value.startswith(
+        "Nothing was added to the index. Another build is writing"
+    )
+    assert not at.sidebar.success
+    assert metrics(at)["Documents"] == "4"  # the search page still works on the old index

@@ -1,0 +1,1 @@
+"""Tests for the ui/ helpers of the Streamlit app."""

@@ -1,0 +1,80 @@
+"""Uploads are saved under <index>/uploads and indexed by build_index; bad files become issues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from search import Searcher
+from ui.uploads import index_uploads, safe_upload_name, save_uploads, uploads_dir
+
+BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("notes.txt", "notes.txt"),
+        ("../../etc/passwd.txt", "passwd.txt"),
+        ("C:\\Users\\me\\report.md", "report.md"),
+        (".hidden.md", "hidden.md"),
+    ],
+)
+def test_safe_upload_name_keeps_only_a_visible_file_name(name: str, expected: str) -> None:
+    assert safe_upload_name(name) == expected
+
+
+@pytest.mark.parametrize("name", ["", "...", "a/..", "  "])
+def test_safe_upload_name_rejects_names_without_a_file(name: str) -> None:
+    with pytest.raises(ValueError, match="has no usable name; rename the file"):
+        safe_upload_name(name)
+
+
+def test_save_uploads_writes_bytes_and_replaces_same_name(tmp_path: Path) -> None:
+    saved = save_uploads([("a.txt", b"one"), ("sub/a.txt", b"two"), ("b.md", b"# B")], tmp_path)
+    assert saved == ["a.txt", "b.md"]
+    assert (tmp_path / "a.txt").read_bytes() == b"two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.md"]
+
+
+def test_index_uploads_rejects_an_empty_batch(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="No files were uploaded"):
+        index_uploads([], tmp_path / "index")
+
+
+@pytest.mark.integration
+def test_index_uploads_indexes_good_files_and_reports_bad_ones(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    progress: list[tuple[int, int]] = []
+    result = index_uploads(
+        [
+            (
+                "volcanoes.txt",
+                b"Volcanoes erupt molten lava and ash when magma rises to the surface.",
+            ),
+            (
+                "baking.md",
+                b"# Bread baking\n\nKnead the dough, let it rise, then bake it in a hot oven.",
+            ),
+            ("photo.txt", BINARY),
+        ],
+        index,
+        progress=lambda done, total: progress.append((done, total)),
+    )
+    assert result.saved == ["volcanoes.txt", "baking.md", "photo.txt"]
+    assert result.report.documents_added == 2
+    assert result.report.total_documents == 2
+    assert len(result.issues) == 1
+    assert result.issues[0].startswith("photo.txt: binary file")
+    assert progress and progress[-1] == (2, 2)
+    # The skipped file is gone, so it does not warn again with the next upload.
+    assert sorted(p.name for p in uploads_dir(index).iterdir()) == ["baking.md", "volcanoes.txt"]
+
+    hits = Searcher(index).search("how to make bread", k=2)
+    assert [h.title for h in hits] == ["Bread baking", "volcanoes"]
+
+    again = index_uploads([("volcanoes.txt", b"Geysers spout hot water and steam.")], index)
+    assert (again.report.documents_added, again.report.documents_updated) == (0, 1)
+    assert again.report.total_documents == 2
+    assert again.issues == []

@@ -1,0 +1,1 @@
+"""Helpers for the Streamlit pages in app.py: text formatting and upload handling, no widgets."""

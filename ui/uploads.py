@@ -1,0 +1,89 @@
+"""Uploaded files into the index: saved under `<index_dir>/uploads/`, then indexed by `build_index`.
+
+The uploads folder is an ordinary indexer source built with `prune=False`, so
+documents from the index's original source stay, and re-uploading a file of
+the same name updates its document instead of adding a second one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from indexer import BuildReport, IndexConfig, build_index
+
+UPLOADS_DIR = "uploads"
+ACCEPTED_TYPES = ("txt", "md", "jsonl", "csv")
+# Files that hold many documents: one bad record does not mean the whole file was skipped.
+RECORD_SUFFIXES = (".jsonl", ".csv")
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class UploadResult:
+    """What one batch of uploads did; `issues` name only this batch's files."""
+
+    report: BuildReport
+    saved: list[str] = field(default_factory=list)
+    issues: list[str] = field(default_factory=list)
+
+
+def uploads_dir(index_dir: Path) -> Path:
+    return Path(index_dir) / UPLOADS_DIR
+
+
+def safe_upload_name(name: str) -> str:
+    """The name to save an upload under: no folders (a browser may send a path), no leading dot.
+
+    The indexer skips hidden files, so ".notes.txt" is saved as "notes.txt".
+    """
+    base = PurePosixPath(name.replace("\\", "/")).name.lstrip(".").strip()
+    if not base:
+        raise ValueError(
+            f"The uploaded file name {name!r} has no usable name; rename the file and upload it again."
+        )
+    return base
+
+
+def save_uploads(files: Iterable[tuple[str, bytes]], folder: Path) -> list[str]:
+    """Write each (name, bytes) pair into `folder`, replacing a file of the same name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    saved: list[str] = []
+    for name, data in files:
+        target = safe_upload_name(name)
+        (folder / target).write_bytes(data)
+        if target not in saved:
+            saved.append(target)
+    return saved
+
+
+def index_uploads(
+    files: Iterable[tuple[str, bytes]],
+    index_dir: Path,
+    progress: ProgressCallback | None = None,
+) -> UploadResult:
+    """Save the uploads and index the uploads folder through the same code path as the CLI.
+
+    A single-document file (.txt, .md or an unsupported type) with an issue was
+    skipped as a whole, so it is deleted again rather than warned about with
+    every later upload; a .jsonl or .csv stays, as its other records were indexed. Raises what
+    `build_index` raises (`IndexerError`, `ValueError`) for an index it cannot
+    write, and `ValueError` for an upload without a usable name.
+    """
+    index_dir = Path(index_dir)
+    folder = uploads_dir(index_dir)
+    saved = save_uploads(files, folder)
+    if not saved:
+        raise ValueError(
+            "No files were uploaded; choose one or more .txt, .md, .jsonl or .csv files."
+        )
+    config = IndexConfig(source=folder, index_dir=index_dir, prune=False, show_progress=False)
+    report = build_index(config, progress=progress)
+    batch = set(saved)
+    issues = [issue for issue in report.issues if issue.path in batch]
+    for issue in issues:
+        if not issue.path.lower().endswith(RECORD_SUFFIXES):
+            (folder / issue.path).unlink(missing_ok=True)
+    return UploadResult(report=report, saved=saved, issues=[str(issue) for issue in issues])
