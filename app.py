@@ -2,8 +2,10 @@
 
 Every action calls search/ or indexer/; this file only lays out widgets and
 turns their errors into messages. Run with `make run`, or
-`streamlit run app.py` with SEMSEARCH_INDEX naming the index folder.
-A link such as `/?q=how+do+I+open+a+file` opens the search page with that query.
+`streamlit run app.py` with SEMSEARCH_INDEX naming the index folder, and
+optionally SEMSEARCH_RERANKER naming a CrossEncoder folder to rerank with.
+A link such as `/?q=how+do+I+open+a+file&mode=hybrid` opens the search page
+with that query and retrieval mode.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ import streamlit as st
 
 from indexer import IndexerError
 from search import (
+    MODES,
+    CrossEncoderReranker,
     EmptyQueryError,
     Hit,
     IndexNotFoundError,
     IndexStats,
     QueryTruncatedWarning,
+    SearchConfig,
     Searcher,
     SearchError,
+    SearchResult,
     similarity,
     similarity_matrix,
     top_pairs,
@@ -44,6 +50,9 @@ MAX_K = 50
 # Beyond this many sentences a heatmap is unreadable; the pairs table still covers them all.
 MAX_HEATMAP_SENTENCES = 40
 HEATMAP_ROW_PX = 36
+DEFAULT_MODE = SearchConfig().mode
+MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid": "hybrid (both)"}
+SCORE_LABELS = {"dense": "cosine", "bm25": "BM25", "hybrid": "fused"}
 EXAMPLE_QUERY = "how do I open a file"
 EXAMPLE_PAIR = ("How do I read a file line by line?", "Iterate over the lines of a text file.")
 EXAMPLE_SENTENCES = """\
@@ -61,14 +70,27 @@ def index_dir() -> Path:
     return path if path.is_absolute() else REPO_ROOT / path
 
 
-@st.cache_resource(show_spinner="Loading the index and the model…")
-def load_searcher(folder: str) -> Searcher:
+def reranker_dir() -> str:
+    """SEMSEARCH_RERANKER (a CrossEncoder folder; relative to the repository root), or "" for none."""
+    value = os.environ.get("SEMSEARCH_RERANKER", "").strip()
+    if not value:
+        return ""
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else REPO_ROOT / path)
+
+
+@st.cache_resource(show_spinner="Loading the index and the models…")
+def load_searcher(folder: str, reranker: str = "") -> Searcher:
     """One Searcher (and so one model and one copy of the vectors) per index folder per process.
 
     A failed load raises and is not cached, so building the index and reloading
     the page is enough.
     """
-    return Searcher(folder)
+    return Searcher(folder, reranker=CrossEncoderReranker(reranker) if reranker else None)
+
+
+def searcher_for(folder: Path) -> Searcher:
+    return load_searcher(str(folder), reranker_dir())
 
 
 def missing_index_message(folder: Path) -> str:
@@ -104,6 +126,11 @@ def initial_state() -> None:
             st.session_state.k = min(max(int(params.get("k", DEFAULT_K)), 1), MAX_K)
         except ValueError:
             st.session_state.k = DEFAULT_K
+    if "mode" not in st.session_state:
+        wanted = params.get("mode", "").strip().lower()
+        st.session_state.mode = wanted if wanted in MODES else DEFAULT_MODE
+    if "rerank" not in st.session_state:
+        st.session_state.rerank = True
 
 
 # --- Adding documents ---------------------------------------------------------------------------
@@ -137,8 +164,9 @@ def upload_section(folder: Path) -> None:
             return
         bar.progress(1.0, text="Done")
         st.session_state.upload_result = result
-        with contextlib.suppress(IndexNotFoundError):  # the search page explains a missing index
-            load_searcher(str(folder)).refresh()
+        # The search page explains a missing index, or a reranker that cannot be loaded.
+        with contextlib.suppress(IndexNotFoundError, OSError):
+            searcher_for(folder).refresh()
     result: UploadResult | None = st.session_state.get("upload_result")
     if result is not None:
         report = result.report
@@ -169,10 +197,27 @@ def show_stats(stats: IndexStats) -> None:
     )
 
 
-def show_hit(rank: int, hit: Hit, query: str) -> None:
+def score_label(hit: Hit, mode: str) -> str:
+    """The score named by what it is ("cosine 0.812", "fused 0.032"), or both scores of a
+    reranked hit ("rerank 4.210 · BM25 11.503"), so one mode's scores are not read as another's."""
+    if hit.rerank_score is None or hit.retriever_score is None:
+        return f"{SCORE_LABELS[mode]} {hit.score:.3f}"
+    return f"rerank {hit.rerank_score:.3f} · {SCORE_LABELS[mode]} {hit.retriever_score:.3f}"
+
+
+def result_caption(result: SearchResult) -> str:
+    caption = f"{len(result.hits)} best matching documents, best first, by {MODE_LABELS[result.mode]}"
+    if result.reranked:
+        caption += (
+            f"; the top {plural(result.reranked, 'candidate')} were reranked by the cross-encoder"
+        )
+    return f"{caption} ({result.timings.total_s * 1000:.0f} ms)."
+
+
+def show_hit(rank: int, hit: Hit, query: str, mode: str) -> None:
     with st.container(border=True):
         title = escape_markdown(hit.title or hit.doc_id)
-        st.markdown(f"**{rank}. {title}** &nbsp; :gray[score {hit.score:.3f}]")
+        st.markdown(f"**{rank}. {title}** &nbsp; :gray[{score_label(hit, mode)}]")
         st.caption(f"{hit.doc_id} · {hit.source} · characters {hit.start_char}–{hit.end_char}")
         st.markdown(snippet_markdown(hit.text, query))
         with st.expander("Full passage"):
@@ -182,7 +227,7 @@ def show_hit(rank: int, hit: Hit, query: str) -> None:
 def search_page(folder: Path) -> None:
     st.title("Search")
     try:
-        searcher = load_searcher(str(folder))
+        searcher = searcher_for(folder)
         stats = searcher.stats()
     except IndexNotFoundError:
         st.info(missing_index_message(folder))
@@ -190,24 +235,57 @@ def search_page(folder: Path) -> None:
     except (IndexerError, SearchError) as err:
         st.error(f"The index in {folder} cannot be opened. {err}")
         return
+    except OSError as err:  # only the reranker remains: the Searcher wraps index file errors
+        st.error(f"The reranker named by SEMSEARCH_RERANKER cannot be loaded. {err}")
+        return
     show_stats(stats)
 
     left, right = st.columns([5, 1])
     left.text_input("Query", key="query", placeholder=f"e.g. {EXAMPLE_QUERY}")
     right.number_input("Results", min_value=1, max_value=MAX_K, step=1, key="k")
+    options = st.columns([3, 1], vertical_alignment="bottom")
+    options[0].radio(
+        "Mode",
+        MODES,
+        key="mode",
+        horizontal=True,
+        format_func=MODE_LABELS.__getitem__,
+        help="Dense compares meanings (embeddings); BM25 matches exact words (names, codes, rare "
+        "terms); hybrid fuses both rankings by reciprocal rank.",
+    )
+    if searcher.reranker is not None:
+        options[1].toggle(
+            "Rerank",
+            key="rerank",
+            help=f"Rescore the top {searcher.config.rerank_candidates} documents with the "
+            "cross-encoder in SEMSEARCH_RERANKER: slower, usually sharper.",
+        )
     query: str = st.session_state.query
     k = int(st.session_state.k)
+    mode: str = st.session_state.mode
+    rerank = searcher.reranker is not None and bool(st.session_state.rerank)
     if query:
         st.query_params["q"] = query
     else:
         st.query_params.pop("q", None)
+    if mode != DEFAULT_MODE:
+        st.query_params["mode"] = mode
+    else:
+        st.query_params.pop("mode", None)
     if not query:
         st.info(f"Type a question or a few words, for example: *{EXAMPLE_QUERY}*.")
         return
+    if mode != "dense" and not searcher.has_bm25:
+        st.warning(
+            f"This index was built before BM25 support, so it is searched in dense mode. Run "
+            f"`python -m indexer build --source PATH --index {folder}` once to add BM25 "
+            "(nothing is re-embedded), then reload this page."
+        )
+        mode = "dense"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", QueryTruncatedWarning)
         try:
-            hits = searcher.search(query, k)
+            result = searcher.search_detailed(query, k, mode=mode, rerank=rerank)
         except EmptyQueryError as err:
             st.warning(str(err))
             return
@@ -217,14 +295,20 @@ def search_page(folder: Path) -> None:
     for warning in caught:
         if issubclass(warning.category, QueryTruncatedWarning):
             st.warning(str(warning.message))
-    if not hits:
+    if not result.hits and stats.documents == 0:
         st.info(
             "The index holds no documents yet. Add some under **Add documents** in the sidebar."
         )
         return
-    st.caption(f"{len(hits)} best matching documents, best first.")
-    for rank, hit in enumerate(hits, start=1):
-        show_hit(rank, hit, query)
+    if not result.hits:
+        st.info(
+            "No passage contains any of the query's words (BM25 matches words exactly, ignoring "
+            "words such as *the* or *of*). Try the dense or hybrid mode, or other words."
+        )
+        return
+    st.caption(result_caption(result))
+    for rank, hit in enumerate(result.hits, start=1):
+        show_hit(rank, hit, query, result.mode)
 
 
 # --- Compare page -------------------------------------------------------------------------------

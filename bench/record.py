@@ -53,7 +53,8 @@ def record(
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     block = (
         f"<!-- bench:{name} -->\n## {title}\n\n"
-        f"Measured {stamp} on {machine_description()}.\n"
+        f"Measured {stamp} on {machine_description()}; 1-minute load average "
+        f"{os.getloadavg()[0]:.1f} when recorded (other jobs share these cores).\n"
         f"Command: `{command}`\n\n{body.strip()}\n<!-- /bench:{name} -->"
     )
     text = path.read_text() if path.exists() else "# Benchmarks\n\nEvery table below is written by a script in `bench/`.\n"

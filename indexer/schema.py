@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, relationship
 
 
 class Base(DeclarativeBase):
@@ -48,7 +48,12 @@ class PassageRow(Base):
 
 
 class IndexInfoRow(Base):
-    """A single row (id 1) that says how the vectors were made and where they are."""
+    """A single row (id 1) that says how the vectors were made and where they and the BM25 index are.
+
+    `bm25_dir` is None for an index built before BM25 existed; the next build adds it.
+    It is deferred so that a searcher can still read, for dense search, the info row
+    of such an index whose table lacks the column (see `sql_store.bm25_dir_of`).
+    """
 
     __tablename__ = "semsearch_index_info"
 
@@ -61,3 +66,4 @@ class IndexInfoRow(Base):
     overlap_tokens: Mapped[int] = mapped_column(Integer)
     built_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     build_seconds: Mapped[float] = mapped_column(default=0.0)
+    bm25_dir: Mapped[str | None] = deferred(mapped_column(String(255), nullable=True, default=None))

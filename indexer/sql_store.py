@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from indexer.schema import Base, DocumentRow, IndexInfoRow, PassageRow
@@ -89,10 +90,45 @@ def make_engine(url: str) -> Engine:
 
 def create_schema(engine: Engine) -> None:
     Base.metadata.create_all(engine)
+    add_missing_columns(engine)
+
+
+def add_missing_columns(engine: Engine) -> None:
+    """Add nullable columns that newer versions put on existing tables (only `bm25_dir` so far).
+
+    `create_all` creates missing tables but never alters existing ones; an index
+    built before BM25 existed would otherwise fail on its first incremental build.
+    """
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            if not column.nullable:
+                raise RuntimeError(
+                    f"Table {table.name} lacks the required column {column.name}; "
+                    "rebuild the index with --rebuild."
+                )
+            kind = column.type.compile(dialect=engine.dialect)
+            with engine.begin() as conn:
+                conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}'))
 
 
 def index_info(session: Session) -> IndexInfoRow | None:
     return session.get(IndexInfoRow, 1)
+
+
+def bm25_dir_of(session: Session) -> str | None:
+    """The BM25 folder the committed rows point at; None for an index built before BM25.
+
+    Such an index's info table may lack the column entirely until its next build.
+    """
+    try:
+        return session.scalar(select(IndexInfoRow.bm25_dir).where(IndexInfoRow.id == 1))
+    except (OperationalError, ProgrammingError):
+        session.rollback()
+        return None
 
 
 def count_documents(session: Session) -> int:
@@ -103,13 +139,36 @@ def count_passages(session: Session) -> int:
     return int(session.scalar(select(func.count()).select_from(PassageRow)) or 0)
 
 
-def passages_with_documents(session: Session, ids: list[int]) -> dict[int, PassageRow]:
-    """Passage rows (with their document loaded) by id, in one query."""
+def passage_documents(session: Session, ids: list[int]) -> dict[int, int]:
+    """Passage id -> document id, for grouping candidates by document before loading any text."""
     if not ids:
         return {}
-    from sqlalchemy.orm import joinedload
+    rows = session.execute(
+        select(PassageRow.id, PassageRow.document_id).where(PassageRow.id.in_(ids))
+    )
+    return {pid: did for pid, did in rows}
 
-    rows = session.scalars(
-        select(PassageRow).where(PassageRow.id.in_(ids)).options(joinedload(PassageRow.document))
-    ).all()
+
+def passage_details(session: Session, ids: list[int]) -> dict[int, Any]:
+    """Passage id -> row of (text, offsets, document key, title, metadata, source), one query.
+
+    Plain rows rather than ORM objects, and only for the passages that become
+    hits: building a hundred ORM objects per query cost more than the search.
+    """
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(
+            PassageRow.id,
+            PassageRow.text,
+            PassageRow.start_char,
+            PassageRow.end_char,
+            DocumentRow.doc_key,
+            DocumentRow.title,
+            DocumentRow.meta,
+            DocumentRow.source,
+        )
+        .join(DocumentRow, PassageRow.document_id == DocumentRow.id)
+        .where(PassageRow.id.in_(ids))
+    )
     return {row.id: row for row in rows}

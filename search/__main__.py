@@ -1,4 +1,4 @@
-"""CLI: `python -m search "query" --index DIR -k 5`."""
+"""CLI: `python -m search "query" --index DIR [-k 5] [--mode dense|bm25|hybrid] [--rerank-model PATH] [--candidates N]`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+from search.config import MODES
 from search.errors import SearchError
+from search.rerank import CrossEncoderReranker
 from search.searcher import Searcher
 
 
@@ -17,21 +19,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("query")
     parser.add_argument("--index", type=Path, required=True)
     parser.add_argument("-k", type=int, default=5)
+    parser.add_argument("--mode", choices=MODES, default=None,
+                        help="retriever: embeddings, exact terms, or both fused (default: hybrid)")
+    parser.add_argument("--rerank-model", default=None, metavar="PATH",
+                        help="CrossEncoder folder that rescores the top --candidates documents")
+    parser.add_argument("--candidates", type=int, default=None,
+                        help="documents passed to the reranker (default 50)")
     parser.add_argument("--db", default=None, help="SQLAlchemy URL, when the index keeps rows elsewhere")
     parser.add_argument("--json", action="store_true", help="one JSON object per hit")
     args = parser.parse_args(argv)
     try:
-        hits = Searcher(args.index, db_url=args.db).search(args.query, k=args.k)
-    except (SearchError, ValueError) as err:
+        reranker = CrossEncoderReranker(args.rerank_model) if args.rerank_model else None
+        searcher = Searcher(args.index, db_url=args.db, reranker=reranker)
+        result = searcher.search_detailed(
+            args.query, k=args.k, mode=args.mode, candidates=args.candidates
+        )
+    except (SearchError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for rank, hit in enumerate(hits, start=1):
+    for rank, hit in enumerate(result.hits, start=1):
         if args.json:
             print(json.dumps({"rank": rank, "doc_id": hit.doc_id, "title": hit.title,
-                              "score": hit.score, "text": hit.text, "metadata": hit.metadata}))
+                              "score": hit.score, "retriever_score": hit.retriever_score,
+                              "rerank_score": hit.rerank_score, "mode": result.mode,
+                              "text": hit.text, "metadata": hit.metadata}))
             continue
-        print(f"{rank:>2}. {hit.score:.3f}  {hit.title or hit.doc_id}  [{hit.doc_id}]")
+        scores = f"{hit.score:.3f}"
+        if hit.rerank_score is not None and hit.retriever_score is not None:
+            scores += f" (retriever {hit.retriever_score:.3f})"
+        print(f"{rank:>2}. {scores}  {hit.title or hit.doc_id}  [{hit.doc_id}]")
         print(textwrap.indent(textwrap.shorten(hit.text, 300), "      "))
+    if not args.json:
+        reranked = f", reranked the top {result.reranked}" if result.reranked else ""
+        print(f"({result.mode}{reranked}; {result.timings.total_s * 1000:.0f} ms)", file=sys.stderr)
     return 0
 
 

@@ -1,7 +1,9 @@
-"""CLI: `python -m search.eval --beir DIR --split test --index DIR [--build] [--json]`.
+"""CLI: `python -m search.eval --beir DIR --index DIR [--split test] [--mode dense|bm25|hybrid]
+[--rerank-model PATH] [--candidates N] [--build] [--json]`.
 
-Evaluates the current search pipeline on a BEIR-format dataset: nDCG@10,
-MRR@10, recall@100 and per-query latency of `Searcher.search`.
+Evaluates the search pipeline on a BEIR-format dataset: nDCG@10, MRR@10,
+recall@100, and the latency of `Searcher.search` per query, end to end and per
+stage (encode the query, retrieve, rerank), as p50 and p95.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from tqdm.auto import tqdm
 
 from data.beir import load_beir_qrels, load_beir_queries
 from indexer import IndexConfig, build_index
+from search.config import MODES, SearchConfig, check_mode
 from search.errors import SearchError
 from search.metrics import evaluate_rankings, percentile_ms
+from search.rerank import CrossEncoderReranker
 from search.searcher import Searcher
 
 logger = logging.getLogger(__name__)
@@ -35,10 +39,29 @@ class EvalConfig:
     build: bool = False
     depth: int = 100
     show_progress: bool = True
+    mode: str | None = None
+    rerank_model: str | None = None
+    candidates: int | None = None
 
     def __post_init__(self) -> None:
         if self.depth < 100:
             raise ValueError(f"depth ({self.depth}) must be at least 100 for recall@100.")
+        if self.mode is not None:
+            check_mode(self.mode)
+        if self.candidates is not None and self.rerank_model is None:
+            raise ValueError(
+                f"candidates ({self.candidates}) only matters when reranking; add --rerank-model PATH."
+            )
+        if self.rerank_model is not None and self.rerank_candidates < self.depth:
+            raise ValueError(
+                f"candidates ({self.rerank_candidates}) is smaller than the ranking depth "
+                f"({self.depth}) the metrics need; use --candidates {self.depth} or more."
+            )
+
+    @property
+    def rerank_candidates(self) -> int:
+        """When reranking, every document of the evaluated ranking is a reranked candidate."""
+        return self.depth if self.candidates is None else self.candidates
 
 
 def evaluate(config: EvalConfig) -> dict[str, float]:
@@ -58,19 +81,50 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
                 show_progress=config.show_progress,
             )
         )
-    searcher = Searcher(config.index_dir, model=config.model, db_url=config.db_url)
-    searcher.search(queries[next(iter(qrels))], k=10)  # warm-up, not timed
+    reranker = CrossEncoderReranker(config.rerank_model) if config.rerank_model else None
+    searcher = Searcher(config.index_dir, model=config.model, db_url=config.db_url, reranker=reranker)
+    return evaluate_searcher(
+        searcher,
+        queries,
+        qrels,
+        mode=config.mode,
+        depth=config.depth,
+        candidates=config.rerank_candidates if reranker is not None else None,
+        show_progress=config.show_progress,
+    )
+
+
+def evaluate_searcher(
+    searcher: Searcher,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    mode: str | None = None,
+    depth: int = 100,
+    candidates: int | None = None,
+    show_progress: bool = False,
+) -> dict[str, float]:
+    """Run every judged query through `searcher` in `mode`; metrics plus latency per stage.
+
+    Shared with bench/bench_scifact.py, so the benchmark and this CLI measure the same thing.
+    """
+    first = queries[next(iter(qrels))]
+    searcher.search(first, k=10, mode=mode, candidates=candidates)  # warm-up, not timed
     rankings: dict[str, list[str]] = {}
-    latencies: list[float] = []
-    for qid in tqdm(list(qrels), desc="queries", unit="query", disable=not config.show_progress):
+    stages: dict[str, list[float]] = {"": [], "encode": [], "retrieve": [], "rerank": []}
+    for qid in tqdm(list(qrels), desc="queries", unit="query", disable=not show_progress):
         t0 = time.perf_counter()
-        hits = searcher.search(queries[qid], k=config.depth)
-        latencies.append(time.perf_counter() - t0)
-        rankings[qid] = [hit.doc_id for hit in hits]
+        result = searcher.search_detailed(queries[qid], k=depth, mode=mode, candidates=candidates)
+        stages[""].append(time.perf_counter() - t0)
+        stages["encode"].append(result.timings.encode_s)
+        stages["retrieve"].append(result.timings.retrieve_s)
+        stages["rerank"].append(result.timings.rerank_s)
+        rankings[qid] = [hit.doc_id for hit in result.hits]
     metrics = evaluate_rankings(rankings, qrels)
-    metrics["latency_p50_ms"] = percentile_ms(latencies, 50)
-    metrics["latency_p95_ms"] = percentile_ms(latencies, 95)
-    metrics["queries"] = float(len(latencies))
+    for stage, seconds in stages.items():
+        prefix = f"latency_{stage}_" if stage else "latency_"
+        metrics[f"{prefix}p50_ms"] = percentile_ms(seconds, 50)
+        metrics[f"{prefix}p95_ms"] = percentile_ms(seconds, 95)
+    metrics["queries"] = float(len(rankings))
     return metrics
 
 
@@ -81,27 +135,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="test")
     parser.add_argument("--model", default=None)
     parser.add_argument("--db", default=None)
+    parser.add_argument("--mode", choices=MODES, default=None, help="retriever (default: hybrid)")
+    parser.add_argument("--rerank-model", default=None, metavar="PATH", help="CrossEncoder folder to rerank with")
+    parser.add_argument("--candidates", type=int, default=None,
+                        help="documents reranked per query (default and minimum: 100, the ranking depth)")
     parser.add_argument("--build", action="store_true", help="build or update the index from the BEIR corpus first")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    config = EvalConfig(
-        beir_dir=args.beir,
-        index_dir=args.index,
-        split=args.split,
-        model=args.model,
-        db_url=args.db,
-        build=args.build,
-        show_progress=not args.json,
-    )
     try:
+        config = EvalConfig(
+            beir_dir=args.beir,
+            index_dir=args.index,
+            split=args.split,
+            model=args.model,
+            db_url=args.db,
+            build=args.build,
+            show_progress=not args.json,
+            mode=args.mode,
+            rerank_model=args.rerank_model,
+            candidates=args.candidates,
+        )
         metrics = evaluate(config)
-    except (SearchError, ValueError, FileNotFoundError) as err:
+    except (SearchError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"{'metric':<16}value")
+    print(f"{'metric':<26}value")
+    print(f"{'mode':<26}{args.mode or SearchConfig().mode}")
     for name, value in metrics.items():
-        print(f"{name:<16}{value:.4f}" if "latency" not in name else f"{name:<16}{value:.2f}")
+        print(f"{name:<26}{value:.4f}" if "latency" not in name else f"{name:<26}{value:.2f}")
     if args.json:
         print(json.dumps({name: round(value, 6) for name, value in metrics.items()}))
     return 0

@@ -15,7 +15,8 @@ from search.hits import Hit
 
 class Reranker(Protocol):
     def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
-        """`hits` reordered best first, with `score` set to the reranker's score."""
+        """`hits` reordered best first, with `score` and `rerank_score` set to the reranker's score
+        and `retriever_score` keeping the score the retriever gave."""
         ...
 
 
@@ -25,7 +26,14 @@ class CrossEncoderReranker:
     def __init__(self, model_path: str, batch_size: int = 32, device: str | None = None) -> None:
         from sentence_transformers import CrossEncoder
 
-        self.model = CrossEncoder(model_path, device=device, local_files_only=True)
+        try:
+            self.model = CrossEncoder(str(model_path), device=device, local_files_only=True)
+        except OSError as err:
+            raise OSError(
+                f"Cannot load a cross-encoder from {model_path}: {err}. Pass the folder a "
+                "CrossEncoder was saved to (it holds config.json and the weights)."
+            ) from err
+        self.model_path = str(model_path)
         self.batch_size = batch_size
 
     def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
@@ -37,7 +45,12 @@ class CrossEncoderReranker:
             show_progress_bar=False,
         )
         rescored = [
-            replace(hit, score=float(score), metadata={**hit.metadata, "retriever_score": hit.score})
+            replace(
+                hit,
+                score=float(score),
+                rerank_score=float(score),
+                retriever_score=hit.score if hit.retriever_score is None else hit.retriever_score,
+            )
             for hit, score in zip(hits, scores, strict=True)
         ]
         return sorted(rescored, key=lambda hit: hit.score, reverse=True)

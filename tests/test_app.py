@@ -5,12 +5,14 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from indexer import IndexConfig, build_index
+from tests.search.helpers import build_tiny_cross_encoder
 from ui.highlight import escape_markdown
 
 pytestmark = pytest.mark.integration
@@ -53,7 +55,7 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def result_titles(at: AppTest) -> list[str]:
-    """Result headings read "**1. title** &nbsp; :gray[score 0.123]"."""
+    """Result headings read "**1. title** &nbsp; :gray[cosine 0.123]"."""
     return [
         m.value.split("**")[1].split(". ", 1)[1] for m in at.markdown if m.value.startswith("**")
     ]
@@ -95,6 +97,88 @@ def test_query_in_the_url_searches_on_load(
     assert not at.exception
     assert at.text_input(key="query").value == "largest planet with moons"
     assert result_titles(at) == ["jupiter"]
+
+
+def test_mode_selector_switches_between_dense_bm25_and_hybrid(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app()
+    assert at.radio(key="mode").value == "hybrid"  # the default, as in SearchConfig
+    assert list(at.radio(key="mode").options) == [
+        "dense (meaning)", "BM25 (exact words)", "hybrid (both)"
+    ]
+    assert not at.toggle, "no rerank toggle without SEMSEARCH_RERANKER"
+
+    at.text_input(key="query").input("noodles").run()
+    at.radio(key="mode").set_value("dense").run()
+    assert result_titles(at)[0] == "pasta"  # dense: noodles ~ spaghetti, pasta
+    assert at.query_params["mode"] == "dense"
+    at.radio(key="mode").set_value("bm25").run()
+    assert not at.exception and result_titles(at) == []  # no passage says "noodles"
+    assert "No passage contains any of the query's words" in at.info[0].value
+    assert at.query_params["mode"] == "bm25"
+
+    at.text_input(key="query").input("great red spot").run()
+    assert result_titles(at) == ["jupiter"]  # only one passage has these words
+    assert any("by BM25 (exact words)" in c.value for c in at.main.caption)
+    at.radio(key="mode").set_value("hybrid").run()
+    assert not at.exception
+    assert result_titles(at)[0] == "jupiter" and len(result_titles(at)) == 4
+    assert any(":gray[fused 0.0" in m.value for m in at.markdown)  # fused scores are ~1/60
+    assert "mode" not in at.query_params  # the default mode stays out of the link
+
+    at = run_app({"q": "spaghetti", "mode": "bm25"})  # a shared link keeps its mode
+    assert at.radio(key="mode").value == "bm25"
+    assert result_titles(at) == ["pasta"]
+
+
+def test_rerank_toggle_shows_both_scores_and_the_candidates(
+    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    monkeypatch.setenv("SEMSEARCH_RERANKER", build_tiny_cross_encoder(tmp_path / "ce"))
+    at = run_app({"q": "how long do I boil noodles"})
+    assert not at.exception
+    assert at.toggle(key="rerank").value is True
+    headings = [m.value for m in at.markdown if m.value.startswith("**")]
+    assert len(headings) == 4 and all(" · fused " in h and ":gray[rerank " in h for h in headings)
+    assert any("the top 4 candidates were reranked" in c.value for c in at.main.caption)
+
+    at.toggle(key="rerank").set_value(False).run()
+    headings = [m.value for m in at.markdown if m.value.startswith("**")]
+    assert all(":gray[fused " in h for h in headings)
+    assert result_titles(at)[0] == "pasta"
+
+
+def test_missing_reranker_folder_is_an_error_with_the_fix(
+    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    monkeypatch.setenv("SEMSEARCH_RERANKER", str(tmp_path / "no_such_model"))
+    at = run_app()
+    assert not at.exception
+    assert at.error[0].value.startswith("The reranker named by SEMSEARCH_RERANKER cannot be loaded.")
+    assert "Pass the folder a CrossEncoder was saved to" in at.error[0].value
+
+
+def test_index_without_bm25_searches_dense_and_says_how_to_add_it(
+    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index)
+    with sqlite3.connect(index / "store.sqlite") as db:  # as an index built before BM25 was
+        db.execute("ALTER TABLE semsearch_index_info DROP COLUMN bm25_dir")
+    db.close()
+    for folder in index.glob("bm25-*"):
+        shutil.rmtree(folder)
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+    at = run_app({"q": "how long do I boil noodles"})
+    assert not at.exception and not at.error
+    assert "searched in dense mode" in at.warning[0].value
+    assert f"python -m indexer build --source PATH --index {index}" in at.warning[0].value
+    assert result_titles(at)[0] == "pasta"
+    assert any("by dense (meaning)" in c.value for c in at.main.caption)
 
 
 def test_blank_query_gives_a_friendly_message(

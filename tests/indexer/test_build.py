@@ -1,29 +1,46 @@
-"""Incremental builds, consistency of SQL rows with FAISS, and failure safety (tiny model)."""
+"""Incremental builds, consistency of SQL rows with FAISS and BM25, and failure safety (tiny model)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 
 import numpy as np
 import pytest
 from sqlalchemy.orm import Session
 
 from indexer import BadInputError, IndexConfig, IndexMismatchError, build_index
+from indexer.bm25_store import BM25Store
 from indexer.faiss_store import VectorStore
 from indexer.schema import PassageRow
 from indexer.sql_store import count_passages, default_db_url, index_info, make_engine
 
 
 def store_state(index_dir):
-    """(passage ids in SQL, ids in FAISS) for the committed state of an index."""
+    """(passage ids in SQL, ids in FAISS) for the committed state of an index.
+
+    Also checks that the committed BM25 index holds exactly the SQL passage ids.
+    """
     engine = make_engine(default_db_url(index_dir))
     with Session(engine) as session:
         sql_ids = sorted(session.scalars(PassageRow.__table__.select().with_only_columns(PassageRow.id)))
         info = index_info(session)
         faiss_ids = sorted(VectorStore.load(index_dir / info.vector_file).ids().tolist())
+        bm25_ids = sorted(BM25Store.load(index_dir / info.bm25_dir).ids().tolist())
         assert count_passages(session) == len(sql_ids)
     engine.dispose()
+    assert bm25_ids == sql_ids, "BM25 must index exactly the committed passages"
     return sql_ids, faiss_ids
+
+
+def committed_files(index_dir) -> tuple[str, str]:
+    engine = make_engine(default_db_url(index_dir))
+    with Session(engine) as session:
+        info = index_info(session)
+        files = (info.vector_file, info.bm25_dir)
+    engine.dispose()
+    return files
 
 
 def config(source, index_dir, model, **kw):
@@ -52,6 +69,60 @@ def test_incremental_add_change_delete_keeps_sql_and_faiss_equal(topic_corpus, t
     assert sql_after == faiss_after
     assert len(sql_after) == third.total_passages == 4
     assert len(list(index_dir.glob("vectors-*.faiss"))) == 1, "stale vector files are removed"
+    assert [p.name for p in index_dir.glob("bm25-*")] == [committed_files(index_dir)[1]]
+
+
+def test_bm25_follows_adds_changes_and_deletes(topic_corpus, tmp_path, tiny_model):
+    from search import Searcher
+
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    vector_file, bm25_dir = committed_files(index_dir)
+    assert vector_file.removeprefix("vectors-").removesuffix(".faiss") == bm25_dir.removeprefix("bm25-")
+    searcher = Searcher(index_dir)
+    assert [h.doc_id for h in searcher.search("sourdough", mode="bm25")] == []
+
+    (topic_corpus / "baking.txt").write_text("Sourdough needs a starter fed with flour and water.")
+    (topic_corpus / "volcano.txt").unlink()
+    (topic_corpus / "glacier.txt").write_text("The glacier retreated a kilometre in a decade.")
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    store_state(index_dir)
+    assert searcher.refresh() is True
+    assert [h.doc_id for h in searcher.search("sourdough starter", mode="bm25")] == ["baking.txt"]
+    assert [h.doc_id for h in searcher.search("glacier", mode="bm25")] == ["glacier.txt"]
+    assert searcher.search("volcano Iceland", mode="bm25") == [], "deleted text is gone from BM25"
+    assert searcher.search("knead dough", mode="bm25") == [], "changed text is replaced in BM25"
+    assert not (index_dir / bm25_dir).exists(), "stale BM25 folders are removed"
+
+
+def test_index_from_before_bm25_gets_it_on_the_next_build(topic_corpus, tmp_path, tiny_model):
+    """An older index: its info table lacks `bm25_dir`. Dense search still works, BM25 says how
+    to fix it, and the next build adds BM25 without re-embedding or replacing the vectors."""
+    from search import Searcher
+    from search.errors import IndexUnreadableError
+
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    vector_file, bm25_dir = committed_files(index_dir)
+    with sqlite3.connect(index_dir / "store.sqlite") as db:
+        db.execute("ALTER TABLE semsearch_index_info DROP COLUMN bm25_dir")
+    db.close()
+    shutil.rmtree(index_dir / bm25_dir)
+
+    old = Searcher(index_dir)
+    assert not old.has_bm25
+    assert len(old.search("bread", mode="dense")) == 4
+    assert old.search_detailed("bread").mode == "dense", "the default mode falls back to dense"
+    with pytest.raises(IndexUnreadableError, match=r"has no BM25 index .*`python -m indexer build"):
+        old.search("bread", mode="hybrid")
+
+    report = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert report.passages_embedded == 0 and report.documents_unchanged == 4
+    assert committed_files(index_dir)[0] == vector_file, "the vectors were left alone"
+    sql_ids, faiss_ids = store_state(index_dir)
+    assert sql_ids == faiss_ids
+    assert old.refresh() is True and old.has_bm25
+    assert [h.doc_id for h in old.search("bread", mode="bm25")] == ["baking.txt"]
 
 
 def test_long_documents_are_split_not_truncated(tmp_path, tiny_model):

@@ -47,3 +47,36 @@ def test_eval_without_index_asks_for_build(tiny_beir, tmp_path, capsys):
 def test_unknown_split_lists_the_available_ones(tiny_beir, tmp_path):
     with pytest.raises(FileNotFoundError, match="No qrels for split 'dev'.*Available splits: test"):
         evaluate(EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path / "idx", split="dev"))
+
+
+def test_eval_in_bm25_mode_reports_latency_per_stage(tiny_beir, tmp_path, tiny_model, capsys):
+    argv = ["--beir", str(tiny_beir), "--index", str(tmp_path / "idx"), "--model", tiny_model]
+    assert main([*argv, "--build", "--mode", "bm25", "--json"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "bm25" in out[1]
+    metrics = json.loads(out[-1])
+    assert metrics["ndcg@10"] == pytest.approx(1.0)  # "eruption"/"erupted", "baking"/"bake" stem alike
+    for stage in ("", "encode_", "retrieve_", "rerank_"):
+        assert f"latency_{stage}p50_ms" in metrics and f"latency_{stage}p95_ms" in metrics
+    assert metrics["latency_encode_p50_ms"] == 0.0 and metrics["latency_rerank_p95_ms"] == 0.0
+    assert metrics["latency_retrieve_p50_ms"] > 0
+
+    assert main([*argv, "--mode", "hybrid", "--json"]) == 0
+    hybrid = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert hybrid["latency_encode_p50_ms"] > 0 and hybrid["recall@100"] == 1.0
+
+
+def test_eval_rerank_with_tiny_cross_encoder(tiny_beir, tmp_path, tiny_model, tiny_cross_encoder, capsys):
+    argv = ["--beir", str(tiny_beir), "--index", str(tmp_path / "idx"), "--model", tiny_model]
+    assert main([*argv, "--build", "--rerank-model", tiny_cross_encoder, "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metrics["latency_rerank_p50_ms"] > 0 and metrics["recall@100"] == 1.0
+
+
+def test_eval_rejects_bad_mode_and_candidates(tiny_beir, tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"Unknown mode 'x'\. Valid: dense, bm25, hybrid\."):
+        EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path, mode="x")
+    with pytest.raises(ValueError, match=r"candidates \(50\) is smaller than the ranking depth \(100\).*--candidates 100"):
+        EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path, rerank_model="ce", candidates=50)
+    assert main(["--beir", str(tiny_beir), "--index", str(tmp_path), "--candidates", "200"]) == 2
+    assert "only matters when reranking; add --rerank-model PATH" in capsys.readouterr().err

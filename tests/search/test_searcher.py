@@ -100,3 +100,79 @@ def test_deleted_vector_file_is_a_search_error_with_the_fix(real_index):
         path.unlink()
     with pytest.raises(IndexUnreadableError, match="--rebuild"):
         Searcher(real_index)
+
+
+# --- modes, reranking and their errors (tiny models) --------------------------------------------
+
+
+def test_bad_mode_rerank_and_candidates_are_clear_errors(tiny_index, tiny_cross_encoder):
+    from search import CrossEncoderReranker
+
+    plain = Searcher(tiny_index)
+    with pytest.raises(ValueError, match=r"Unknown mode 'x'\. Valid: dense, bm25, hybrid\."):
+        plain.search("bread", mode="x")
+    with pytest.raises(ValueError, match=r"Unknown mode 'sparse'\. Valid: dense, bm25, hybrid\."):
+        SearchConfig(mode="sparse")
+    with pytest.raises(ValueError, match=r"rerank=True needs a reranker.*CrossEncoderReranker\(PATH\)"):
+        plain.search("bread", rerank=True)
+    reranking = Searcher(tiny_index, reranker=CrossEncoderReranker(tiny_cross_encoder))
+    with pytest.raises(
+        ValueError,
+        match=r"k \(60\) is greater than candidates \(50\); raise --candidates or lower k\.",
+    ):
+        reranking.search("bread", k=60)
+    with pytest.raises(ValueError, match=r"candidates \(0\) must be at least 1"):
+        reranking.search("bread", candidates=0)
+    assert len(reranking.search("bread", k=60, rerank=False)) == 5, "k > candidates is fine unreranked"
+    with pytest.raises(ValueError, match=r"rrf_k \(-1\) must not be negative"):
+        SearchConfig(rrf_k=-1)
+
+
+def test_rerank_reorders_candidates_by_cross_encoder_score(tiny_index, tiny_cross_encoder):
+    from search import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(tiny_cross_encoder)
+    searcher = Searcher(tiny_index, reranker=reranker)
+    query = "bread and volcanoes"
+    plain = searcher.search_detailed(query, k=5, mode="dense", rerank=False)
+    assert plain.reranked == 0 and plain.timings.rerank_s == 0.0
+    assert all(h.rerank_score is None and h.retriever_score == h.score for h in plain.hits)
+    assert [h.score for h in plain.hits] == sorted((h.score for h in plain.hits), reverse=True)
+
+    result = searcher.search_detailed(query, k=3, mode="dense", candidates=5)
+    assert result.reranked == 5 and len(result.hits) == 3
+    direct = reranker.model.predict([(query, h.text) for h in plain.hits])
+    by_cross_encoder = [plain.hits[i].doc_id for i in sorted(range(5), key=lambda i: -direct[i])]
+    assert [h.doc_id for h in result.hits] == by_cross_encoder[:3]
+    assert [h.rerank_score for h in result.hits] == pytest.approx(sorted(direct, reverse=True)[:3], rel=1e-5)
+    retriever_scores = {h.doc_id: h.score for h in plain.hits}
+    assert {h.doc_id: h.retriever_score for h in result.hits} == pytest.approx(
+        {h.doc_id: retriever_scores[h.doc_id] for h in result.hits}
+    )
+    assert by_cross_encoder != [h.doc_id for h in plain.hits], "the example must actually reorder"
+    assert searcher.search_detailed(query, k=2, candidates=3).reranked == 3, "exactly `candidates`"
+    # Reranking is the default when a reranker was given; rerank=False is the retriever's order.
+    assert [h.doc_id for h in searcher.search(query, k=3, mode="dense", candidates=5)] == by_cross_encoder[:3]
+    unreranked = searcher.search(query, k=5, mode="dense", rerank=False)
+    assert [h.doc_id for h in unreranked] == [h.doc_id for h in plain.hits]
+
+
+def test_search_detailed_reports_mode_and_stage_timings(tiny_index):
+    searcher = Searcher(tiny_index)
+    assert searcher.search_detailed("bread", k=2).mode == "hybrid"  # the default
+    dense = searcher.search_detailed("bread", k=2, mode="dense")
+    assert dense.mode == "dense" and dense.timings.encode_s > 0 and dense.timings.retrieve_s > 0
+    lexical = searcher.search_detailed("bread", k=2, mode="bm25")
+    assert lexical.mode == "bm25" and lexical.timings.encode_s == 0.0  # no query embedding
+    hybrid = searcher.search_detailed("bread", k=2, mode="hybrid")
+    assert hybrid.timings.total_s == pytest.approx(
+        hybrid.timings.encode_s + hybrid.timings.retrieve_s + hybrid.timings.rerank_s
+    )
+    config_default = Searcher(tiny_index, config=SearchConfig(mode="bm25"))
+    assert config_default.search_detailed("bread").mode == "bm25"
+
+
+def test_bm25_query_without_known_words_finds_nothing(tiny_index):
+    searcher = Searcher(tiny_index)
+    assert searcher.search("the of and", mode="bm25") == []
+    assert len(searcher.search("the of and", mode="hybrid", k=3)) == 3  # dense still ranks

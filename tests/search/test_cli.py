@@ -1,0 +1,26 @@
+"""`python -m search`: modes, reranking and errors on the command line (tiny models)."""
+
+from __future__ import annotations
+
+import json
+
+from search.__main__ import main
+from tests.search.helpers import CODE_QUERY
+
+
+def test_cli_searches_in_each_mode(tiny_index, capsys):
+    assert main([CODE_QUERY, "--index", str(tiny_index), "--mode", "bm25", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(h["doc_id"], h["mode"]) for h in lines] == [("minutes.txt", "bm25")]
+    assert main(["bread", "--index", str(tiny_index), "--mode", "hybrid", "-k", "2"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(" 1. ") and "(hybrid; " in captured.err
+
+
+def test_cli_reranks_and_reports_both_scores(tiny_index, tiny_cross_encoder, capsys):
+    argv = ["bread", "--index", str(tiny_index), "-k", "2", "--rerank-model", tiny_cross_encoder]
+    assert main([*argv, "--candidates", "4"]) == 0
+    captured = capsys.readouterr()
+    assert "(retriever " in captured.out and "reranked the top 4" in captured.err
+    assert main([*argv, "--candidates", "1"]) == 2
+    assert "k (2) is greater than candidates (1); raise --candidates or lower k." in capsys.readouterr().err
