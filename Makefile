@@ -25,7 +25,7 @@ $(STAMP): requirements.txt | $(PY)
 
 install: $(STAMP)
 
-$(DEMO_CORPUS): | $(STAMP)
+$(DEMO_CORPUS): data/demo_corpus.py | $(STAMP)
 	$(PY) -m data.demo_corpus --out $(DEMO_CORPUS)
 
 # A stamp, not index.json: an upload into a missing index also creates index.json.

@@ -1,8 +1,8 @@
 """The bundled demo corpus: the documentation that ships with the Python interpreter.
 
 Every installation has it offline, so `make run` can index real text without a
-download: the language reference topics of `pydoc_data.topics` plus the
-docstrings of the standard-library modules. Docstrings are read from the source
+download: the language reference topics of `pydoc_data.topics`, the docstrings
+of the built-in functions and types, and those of the standard-library modules. Docstrings are read from the source
 with `ast`, never by importing, because some modules act on import
 (`antigravity` opens a browser, `this` prints).
 """
@@ -36,6 +36,42 @@ def iter_topic_documents() -> Iterator[dict]:
                 "text": text,
                 "source": "pydoc_data.topics",
             }
+
+
+def iter_builtin_documents() -> Iterator[dict]:
+    """One document per built-in function or type (`open`, `print`, `str`, `dict`, ...).
+
+    `builtins` is compiled in, so it has no source to parse; its objects are
+    already loaded, so reading their docstrings has no side effects. A type's
+    document lists its public methods' docstrings too (`str.split`, `dict.get`).
+    """
+    import builtins
+    import inspect
+
+    for name in sorted(dir(builtins)):
+        if name.startswith("_"):
+            continue
+        obj = getattr(builtins, name)
+        if not callable(obj):  # True, None, Ellipsis: their docstring is their type's
+            continue
+        doc = inspect.getdoc(obj)
+        if not doc or (isinstance(obj, type) and issubclass(obj, BaseException)):
+            continue
+        sections = [doc.strip()]
+        if isinstance(obj, type):
+            kind = "type"
+            for attr in sorted(vars(obj)):
+                method_doc = None if attr.startswith("_") else inspect.getdoc(getattr(obj, attr))
+                if method_doc and method_doc != doc:
+                    sections.append(f"{name}.{attr}: {method_doc.strip()}")
+        else:
+            kind = "function"
+        yield {
+            "id": f"builtin:{name}",
+            "title": f"Built-in {kind} {name}",
+            "text": "\n\n".join(sections),
+            "source": "builtins docstrings",
+        }
 
 
 def _module_source(name: str) -> str | None:
@@ -100,7 +136,7 @@ def build_demo_corpus(out_path: Path | str) -> Path:
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
     count = 0
     with tmp.open("w", encoding="utf-8") as fh:
-        for doc in (*iter_topic_documents(), *iter_module_documents()):
+        for doc in (*iter_topic_documents(), *iter_builtin_documents(), *iter_module_documents()):
             fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
             count += 1
     tmp.replace(out_path)

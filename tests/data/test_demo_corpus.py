@@ -11,6 +11,9 @@ def test_demo_corpus_holds_reference_topics_and_module_docs(tmp_path):
     ids = {d["id"] for d in docs}
     assert len(docs) > 150
     assert "topic:with" in ids and "module:json" in ids
+    assert "builtin:open" in ids and "builtin:str" in ids and "builtin:True" not in ids
+    str_doc = next(d for d in docs if d["id"] == "builtin:str")
+    assert "str.split:" in str_doc["text"]
     assert all(d["text"].strip() and d["title"] for d in docs)
     assert len(ids) == len(docs), "ids are unique"
     assert not any(i.startswith("module:antigravity") for i in ids)
