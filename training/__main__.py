@@ -1,0 +1,132 @@
+"""Command line: python -m training {tokenizer,pretrain,siamese,cross-encoder} ...
+
+Each subcommand parses its flags into the stage's config dataclass and calls one
+function; `main` returns that function's result so tests can inspect it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Any
+
+from training.config import (
+    OBJECTIVES,
+    POOLINGS,
+    PRESETS,
+    CrossEncoderConfig,
+    PretrainConfig,
+    SiameseConfig,
+    TokenizerConfig,
+    config_from_file,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m training", description="Train tokenizers and BERT encoders.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    tokenizer = commands.add_parser("tokenizer", help="train a WordPiece vocabulary")
+    tokenizer.add_argument("--corpus", type=Path, required=True)
+    tokenizer.add_argument("--out", type=Path, required=True)
+    tokenizer.add_argument("--vocab-size", type=int, default=30522)
+    tokenizer.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")
+    tokenizer.add_argument("--min-frequency", type=int, default=2)
+    tokenizer.add_argument("--max-documents", type=int)
+
+    pretrain = commands.add_parser("pretrain", help="MLM + NSP pretraining")
+    pretrain.add_argument("--corpus", type=Path)
+    pretrain.add_argument("--out", type=Path)
+    pretrain.add_argument("--tokenizer", type=Path)
+    pretrain.add_argument("--base", type=Path, help="BERT folder to continue pretraining")
+    pretrain.add_argument("--preset", choices=list(PRESETS))
+    pretrain.add_argument("--max-steps", type=int)
+    pretrain.add_argument("--batch-size", type=int)
+    pretrain.add_argument("--max-length", type=int)
+    pretrain.add_argument("--learning-rate", type=float)
+    pretrain.add_argument("--warmup-steps", type=int)
+    pretrain.add_argument("--mask-rate", type=float)
+    pretrain.add_argument("--whole-word-masking", action="store_true", default=None)
+    pretrain.add_argument("--no-nsp", dest="nsp", action="store_false", default=None, help="MLM only (RoBERTa style)")
+    pretrain.add_argument("--eval-documents", type=int)
+    pretrain.add_argument("--eval-every", type=int)
+    pretrain.add_argument("--save-every", type=int)
+    pretrain.add_argument("--log-every", type=int)
+    pretrain.add_argument("--max-documents", type=int)
+    pretrain.add_argument("--seed", type=int)
+    pretrain.add_argument("--precision", choices=["auto", "fp32", "bf16"])
+    pretrain.add_argument("--attention", choices=["sdpa", "eager"])
+    pretrain.add_argument("--device")
+    pretrain.add_argument("--resume", action="store_true", default=None)
+    pretrain.add_argument("--config", type=Path, help="JSON file of PretrainConfig fields; flags override it")
+
+    siamese = commands.add_parser("siamese", help="SBERT fine-tuning")
+    siamese.add_argument("--base", required=True)
+    siamese.add_argument("--objective", choices=OBJECTIVES, required=True)
+    siamese.add_argument("--train", type=Path, required=True)
+    siamese.add_argument("--out", type=Path, required=True)
+    siamese.add_argument("--pooling", choices=POOLINGS)
+    siamese.add_argument("--max-steps", type=int, default=-1)
+    siamese.add_argument("--epochs", type=float, default=1.0)
+    siamese.add_argument("--batch-size", type=int, default=16)
+    siamese.add_argument("--learning-rate", type=float, default=2e-5)
+    siamese.add_argument("--eval-data", type=Path, help="STSb folder for dev-set model selection")
+    siamese.add_argument("--eval-steps", type=int)
+    siamese.add_argument("--no-eval", dest="evaluate_on_dev", action="store_false", default=None,
+                         help="skip STSb dev evaluation and keep the last step")
+    siamese.add_argument("--max-train-examples", type=int)
+    siamese.add_argument("--seed", type=int, default=0)
+
+    cross = commands.add_parser("cross-encoder", help="train a CrossEncoder reranker")
+    cross.add_argument("--base", required=True)
+    cross.add_argument("--train", type=Path, required=True)
+    cross.add_argument("--out", type=Path, required=True)
+    cross.add_argument("--max-steps", type=int, default=-1)
+    cross.add_argument("--epochs", type=float, default=1.0)
+    cross.add_argument("--batch-size", type=int, default=16)
+    cross.add_argument("--learning-rate", type=float, default=2e-5)
+    cross.add_argument("--negatives-per-query", type=int, default=3)
+    cross.add_argument("--max-train-examples", type=int)
+    cross.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def _flags(args: argparse.Namespace, *skip: str) -> dict[str, Any]:
+    return {key: value for key, value in vars(args).items() if key not in ("command", *skip) and value is not None}
+
+
+def main(argv: list[str] | None = None) -> Any:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "tokenizer":
+        from training.tokenizer import train_tokenizer
+
+        flags = _flags(args, "cased")
+        return train_tokenizer(TokenizerConfig(lowercase=not args.cased, **flags))
+    if args.command == "pretrain":
+        from training.pretrain import pretrain
+
+        flags = _flags(args, "config")
+        if args.config is not None:
+            config = config_from_file(PretrainConfig, args.config, **flags)
+        else:
+            missing = [flag for flag in ("corpus", "out") if flag not in flags]
+            if missing:
+                raise SystemExit(f"pretrain needs --{' --'.join(missing)} (or a --config file that sets them)")
+            config = PretrainConfig(**flags)
+        return pretrain(config)
+    if args.command == "siamese":
+        from training.siamese import train_siamese
+
+        return train_siamese(SiameseConfig(**_flags(args)))
+    from training.cross_encoder import train_cross_encoder
+
+    return train_cross_encoder(CrossEncoderConfig(**_flags(args)))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except ValueError as err:  # bad input: show the message, not a traceback
+        raise SystemExit(f"error: {err}") from err

@@ -1,0 +1,242 @@
+"""One frozen, validated config per training stage; CLIs parse into these and nothing else.
+
+Validation happens in `__post_init__` so a bad value fails before any model or
+corpus is loaded, with a message naming the value and how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from data.paths import shared_data_dir
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+POOLINGS = ("cls", "mean", "max")
+OBJECTIVES = ("softmax", "cosine", "mnrl", "triplet")
+PRECISIONS = ("auto", "fp32", "bf16")
+ATTENTIONS = ("sdpa", "eager")
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """BERT shape: heads = hidden / 64 and FFN = 4 * hidden, as in the BERT and Turc et al. (2019) grid."""
+
+    num_layers: int
+    hidden_size: int
+
+    @property
+    def num_heads(self) -> int:
+        return max(1, self.hidden_size // 64)
+
+    @property
+    def intermediate_size(self) -> int:
+        return 4 * self.hidden_size
+
+
+PRESETS: dict[str, ModelSize] = {
+    "tiny": ModelSize(2, 128),
+    "mini": ModelSize(4, 256),
+    "small": ModelSize(4, 512),
+    "medium": ModelSize(8, 512),
+    "base": ModelSize(12, 768),
+}
+
+
+def default_data_dir() -> Path:
+    """SEMSEARCH_DATA, else ../shared/data next to the repository root."""
+    return shared_data_dir()
+
+
+def _check_positive(name: str, value: float, hint: str = "") -> None:
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}. {hint}".strip())
+
+
+def _check_probability(name: str, value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} ({value}) must lie between 0 and 1.")
+
+
+def config_from_file(cls: type, path: Path | str, **overrides: Any) -> Any:
+    """Build a config from a JSON file of its fields, with `overrides` (e.g. CLI flags) taking precedence."""
+    raw = json.loads(Path(path).read_text())
+    valid = {field.name for field in fields(cls)}
+    unknown = sorted(set(raw) - valid)
+    if unknown:
+        raise ValueError(f"{path}: unknown {cls.__name__} fields {unknown}. Valid: {', '.join(sorted(valid))}.")
+    raw.update({key: value for key, value in overrides.items() if value is not None})
+    return cls(**raw)
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    corpus: Path
+    out: Path
+    vocab_size: int = 30522
+    lowercase: bool = True
+    min_frequency: int = 2
+    max_documents: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "corpus", Path(self.corpus))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.vocab_size < len(SPECIAL_TOKENS) + 1:
+            raise ValueError(
+                f"vocab size ({self.vocab_size}) must exceed the {len(SPECIAL_TOKENS)} special tokens; "
+                "use --vocab-size 8000 or more for real text."
+            )
+        _check_positive("min_frequency", self.min_frequency)
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """MLM + NSP pretraining. Shape fields left at None come from `preset` (or from `base`)."""
+
+    corpus: Path
+    out: Path
+    tokenizer: Path | None = None
+    base: Path | None = None
+    preset: str = "tiny"
+    num_layers: int | None = None
+    hidden_size: int | None = None
+    num_heads: int | None = None
+    intermediate_size: int | None = None
+    max_steps: int = 1000
+    batch_size: int = 32
+    max_length: int = 128
+    learning_rate: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    mask_rate: float = 0.15
+    whole_word_masking: bool = False
+    nsp: bool = True
+    eval_documents: int = 200
+    eval_batches: int = 4
+    eval_every: int = 200
+    save_every: int = 500
+    log_every: int = 50
+    max_documents: int | None = None
+    seed: int = 0
+    precision: str = "auto"
+    attention: str = "sdpa"
+    resume: bool = False
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("corpus", "out", "tokenizer", "base"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, Path(value))
+        if self.tokenizer is None and self.base is None:
+            raise ValueError(
+                "No tokenizer: pass --tokenizer DIR (train one with `python -m training tokenizer`) "
+                "or --base DIR of a BERT folder that holds its tokenizer."
+            )
+        if self.base is None and self.preset not in PRESETS:
+            raise ValueError(f"Unknown preset {self.preset!r}. Valid: {', '.join(PRESETS)}.")
+        hidden, heads = self.resolved_hidden_size, self.resolved_num_heads
+        if hidden is not None and heads is not None and hidden % heads:
+            raise ValueError(
+                f"hidden size ({hidden}) is not a multiple of heads ({heads}); "
+                f"pick heads dividing {hidden}, e.g. {max(1, hidden // 64)}."
+            )
+        _check_positive("max_steps", self.max_steps)
+        _check_positive("batch_size", self.batch_size)
+        _check_positive("learning_rate", self.learning_rate)
+        if self.max_length < 8:
+            raise ValueError(f"max length ({self.max_length}) is too short for [CLS] A [SEP] B [SEP]; use 32 or more.")
+        if not 0.0 < self.mask_rate < 1.0:
+            raise ValueError(f"mask rate ({self.mask_rate}) must lie strictly between 0 and 1; BERT uses 0.15.")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup steps ({self.warmup_steps}) must be 0 or more.")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"Unknown precision {self.precision!r}. Valid: {', '.join(PRECISIONS)}.")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"Unknown attention {self.attention!r}. Valid: {', '.join(ATTENTIONS)}.")
+        if self.eval_documents < 1:
+            raise ValueError(f"eval documents ({self.eval_documents}) must be at least 1 to hold out a validation slice.")
+
+    @property
+    def resolved_hidden_size(self) -> int | None:
+        if self.hidden_size is not None:
+            return self.hidden_size
+        return None if self.base is not None else PRESETS[self.preset].hidden_size
+
+    @property
+    def resolved_num_heads(self) -> int | None:
+        if self.num_heads is not None:
+            return self.num_heads
+        hidden = self.resolved_hidden_size
+        return None if hidden is None else max(1, hidden // 64)
+
+
+@dataclass(frozen=True)
+class SiameseConfig:
+    """SBERT fine-tuning (Reimers and Gurevych 2019) of a BERT or SentenceTransformer folder."""
+
+    base: str
+    objective: str
+    train: Path
+    out: Path
+    pooling: str | None = None  # None keeps a SentenceTransformer's own pooling, mean for a bare BERT
+    max_steps: int = -1  # -1: train for `epochs`
+    epochs: float = 1.0
+    batch_size: int = 16
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    max_seq_length: int = 128
+    eval_data: Path | None = None  # STSb folder whose dev split selects the best checkpoint
+    evaluate_on_dev: bool = True  # False: no dev evaluation, keep the last step
+    eval_steps: int | None = None  # None: evaluate once per epoch
+    max_train_examples: int | None = None
+    triplet_margin: float = 5.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "train", Path(self.train))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.eval_data is not None:
+            object.__setattr__(self, "eval_data", Path(self.eval_data))
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"Unknown objective {self.objective!r}. Valid: {', '.join(OBJECTIVES)}.")
+        if self.pooling is not None and self.pooling not in POOLINGS:
+            raise ValueError(f"Unknown pooling {self.pooling!r}. Valid: {', '.join(POOLINGS)}.")
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ValueError(f"max steps ({self.max_steps}) must be positive, or -1 to train for --epochs.")
+        _check_positive("epochs", self.epochs)
+        _check_positive("batch_size", self.batch_size)
+        _check_positive("learning_rate", self.learning_rate)
+        if self.objective == "mnrl" and self.batch_size < 2:
+            raise ValueError(f"batch size ({self.batch_size}) must be at least 2 for mnrl: it uses in-batch negatives.")
+        if self.eval_steps is not None:
+            _check_positive("eval_steps", self.eval_steps)
+
+
+@dataclass(frozen=True)
+class CrossEncoderConfig:
+    base: str
+    train: Path
+    out: Path
+    max_steps: int = -1
+    epochs: float = 1.0
+    batch_size: int = 16
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    max_length: int = 256
+    negatives_per_query: int = 3
+    max_train_examples: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "train", Path(self.train))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ValueError(f"max steps ({self.max_steps}) must be positive, or -1 to train for --epochs.")
+        _check_positive("epochs", self.epochs)
+        _check_positive("batch_size", self.batch_size)
+        _check_positive("learning_rate", self.learning_rate)
+        if self.negatives_per_query < 0:
+            raise ValueError(f"negatives per query ({self.negatives_per_query}) must be 0 or more.")
