@@ -88,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     cross.add_argument("--learning-rate", type=float, default=2e-5)
     cross.add_argument("--negatives-per-query", type=int, default=3)
     cross.add_argument("--max-train-examples", type=int)
+    cross.add_argument(
+        "--negatives-index", type=Path,
+        help="mine hard negatives from this index (built with python -m indexer build); default: random passages",
+    )
+    cross.add_argument("--negatives-mode", choices=["dense", "bm25", "hybrid"], default="hybrid")
+    cross.add_argument("--negatives-skip", type=int, default=0, help="pass over this many top non-positive hits")
     cross.add_argument("--seed", type=int, default=0)
     return parser
 
@@ -122,7 +128,13 @@ def main(argv: list[str] | None = None) -> Any:
         return train_siamese(SiameseConfig(**_flags(args)))
     from training.cross_encoder import train_cross_encoder
 
-    return train_cross_encoder(CrossEncoderConfig(**_flags(args)))
+    miner = None
+    if args.negatives_index is not None:
+        from training.negatives import IndexNegativeMiner
+
+        miner = IndexNegativeMiner(args.negatives_index, mode=args.negatives_mode, skip=args.negatives_skip)
+    flags = _flags(args, "negatives_index", "negatives_mode", "negatives_skip")
+    return train_cross_encoder(CrossEncoderConfig(**flags), miner=miner)
 
 
 if __name__ == "__main__":

@@ -74,3 +74,26 @@ def test_pair_files_that_cannot_train_a_scorer(tmp_path: Path, caplog: pytest.Lo
     broken.write_text(json.dumps({"query": "q", "passage": ""}) + "\n")
     with pytest.raises(ValueError, match="holds no usable rows"):
         load_cross_encoder_rows(broken, np.random.default_rng(0), 1)
+
+
+def test_index_miner_returns_retrieved_non_positives(topic_corpus: Path, tmp_path: Path, tiny_bert_copy: Path) -> None:
+    from indexer import IndexConfig, build_index
+    from training.negatives import IndexNegativeMiner
+
+    build_index(IndexConfig(source=topic_corpus, index_dir=tmp_path / "idx", show_progress=False))
+    positive = (topic_corpus / "volcano.txt").read_text()
+    miner = IndexNegativeMiner(tmp_path / "idx", mode="bm25")
+    negatives = miner.mine("lava erupted and bread was baked", {positive}, 2, np.random.default_rng(0))
+    assert positive not in negatives
+    assert negatives[0] == (topic_corpus / "baking.txt").read_text()  # the other document BM25 matches
+    skipping = IndexNegativeMiner(tmp_path / "idx", mode="bm25", skip=1)
+    assert skipping.mine("lava erupted and bread was baked", {positive}, 2, np.random.default_rng(0))[:1] != negatives[:1]
+    with pytest.raises(ValueError, match=r"skip \(-1\) must be 0 or more"):
+        IndexNegativeMiner(tmp_path / "idx", skip=-1)
+
+    path = tmp_path / "qp.jsonl"
+    path.write_text(json.dumps({"query": "volcano eruption", "passage": positive, "label": 1}) + "\n")
+    result = main(["cross-encoder", "--base", str(tiny_bert_copy), "--train", str(path), "--out", str(tmp_path / "ce"),
+                   "--max-steps", "1", "--batch-size", "4", "--negatives-index", str(tmp_path / "idx"),
+                   "--negatives-mode", "bm25"])
+    assert result.steps == 1
