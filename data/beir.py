@@ -8,6 +8,8 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+from data.jsonl import iter_json_objects
+
 logger = logging.getLogger(__name__)
 
 
@@ -24,14 +26,7 @@ def iter_beir_corpus(folder: Path | str) -> Iterator[dict]:
     """Yield {_id, title, text, metadata} per document of `folder/corpus.jsonl`."""
     path = _require(Path(folder) / "corpus.jsonl", "corpus.jsonl")
     with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                logger.warning("%s:%d: skipped malformed JSON line (%s)", path, line_no, err.msg)
-                continue
+        for _, row in iter_json_objects(fh, path):
             yield {
                 "_id": str(row["_id"]),
                 "title": row.get("title") or "",

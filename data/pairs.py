@@ -10,11 +10,11 @@ Accepted column sets (first match wins):
 from __future__ import annotations
 
 import csv
-import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+from data.jsonl import iter_json_objects
 from data.raw_text import open_text
 
 logger = logging.getLogger(__name__)
@@ -49,18 +49,7 @@ def _iter_raw_rows(path: Path) -> Iterator[tuple[int, dict]]:
             for row in reader:
                 yield reader.line_num, row
         elif name.endswith((".jsonl", ".json")):
-            for line_number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    logger.warning("%s:%d: skipping malformed JSON line (%s)", path, line_number, err)
-                    continue
-                if not isinstance(record, dict):
-                    logger.warning("%s:%d: expected a JSON object; skipping", path, line_number)
-                    continue
-                yield line_number, record
+            yield from iter_json_objects(handle, path)
         else:
             raise ValueError(f"Unsupported pair file {str(path)!r}. Valid extensions: .jsonl, .csv, .tsv (optionally .gz).")
 

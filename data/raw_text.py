@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from data.jsonl import iter_json_objects
 
 logger = logging.getLogger(__name__)
 
@@ -97,15 +98,8 @@ def iter_txt(path: Path) -> Iterator[Document]:
 def iter_jsonl(path: Path) -> Iterator[Document]:
     """JSON lines with a `text` field and optional `id`/`_id` and `title` (Wikinews, BEIR corpora)."""
     with open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                logger.warning("%s:%d: skipping malformed JSON line (%s)", path, line_number, err)
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        for line_number, record in iter_json_objects(handle, path):
+            if not isinstance(record.get("text"), str):
                 logger.warning("%s:%d: skipping record without a string 'text' field", path, line_number)
                 continue
             doc_id = str(record.get("id", record.get("_id", line_number)))

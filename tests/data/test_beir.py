@@ -17,7 +17,7 @@ def test_malformed_corpus_line_is_skipped_with_file_and_line(tmp_path, caplog):
     (tmp_path / "corpus.jsonl").write_text('{"_id": "1", "text": "a"}\n{oops\n')
     docs = list(iter_beir_corpus(tmp_path))
     assert [d["_id"] for d in docs] == ["1"]
-    assert "corpus.jsonl:2: skipped malformed JSON line" in caplog.text
+    assert "corpus.jsonl:2: skipping malformed JSON line" in caplog.text
 
 
 def test_missing_files_explain_the_layout(tmp_path):
