@@ -1,4 +1,4 @@
-"""Command line: python -m training {tokenizer,pretrain,siamese,cross-encoder} ...
+"""Command line: python -m training {tokenizer,pretrain,siamese,cross-encoder,adapt} ...
 
 Each subcommand parses its flags into the stage's config dataclass and calls one
 function; `main` returns that function's result so tests can inspect it.
@@ -95,6 +95,20 @@ def _parser() -> argparse.ArgumentParser:
     cross.add_argument("--negatives-mode", choices=["dense", "bm25", "hybrid"], default="hybrid")
     cross.add_argument("--negatives-skip", type=int, default=0, help="pass over this many top non-positive hits")
     cross.add_argument("--seed", type=int, default=0)
+    adapt = commands.add_parser("adapt", help="domain adaptation: continued MLM, then mnrl on self-supervised pairs")
+    adapt.add_argument("--corpus", type=Path, required=True)
+    adapt.add_argument("--out", type=Path, required=True)
+    adapt.add_argument("--base", default="default", help="BERT or SentenceTransformer folder (default: all-MiniLM-L6-v2)")
+    adapt.add_argument("--mlm-steps", type=int, default=1000, help="0 skips continued pretraining")
+    adapt.add_argument("--mlm-batch-size", type=int, default=32)
+    adapt.add_argument("--mlm-eval-documents", type=int, default=200, help="documents held out to log MLM accuracy")
+    adapt.add_argument("--siamese-steps", type=int, default=1000)
+    adapt.add_argument("--siamese-batch-size", type=int, default=32)
+    adapt.add_argument("--pairs", type=Path, help="optional labelled pairs for a last stage")
+    adapt.add_argument("--pairs-objective", choices=OBJECTIVES, default="cosine")
+    adapt.add_argument("--pairs-steps", type=int, default=-1)
+    adapt.add_argument("--max-documents", type=int)
+    adapt.add_argument("--seed", type=int, default=0)
     return parser
 
 
@@ -126,6 +140,10 @@ def main(argv: list[str] | None = None) -> Any:
         from training.siamese import train_siamese
 
         return train_siamese(SiameseConfig(**_flags(args)))
+    if args.command == "adapt":
+        from training.adapt import AdaptConfig, adapt
+
+        return adapt(AdaptConfig(**_flags(args)))
     from training.cross_encoder import train_cross_encoder
 
     miner = None

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from training.__main__ import main
+from training.adapt import AdaptConfig, adapt
+
+
+def test_adapt_runs_mlm_then_mnrl_and_writes_a_sentence_model(tiny_bert_copy: Path, tiny_jsonl_corpus: Path, tmp_path: Path) -> None:
+    result = main(["adapt", "--corpus", str(tiny_jsonl_corpus), "--base", str(tiny_bert_copy), "--out", str(tmp_path / "a"),
+                   "--mlm-steps", "3", "--mlm-batch-size", "4", "--mlm-eval-documents", "5", "--siamese-steps", "3", "--siamese-batch-size", "4"])
+    assert result.stages == ("mlm", "mnrl")
+    assert result.mlm_folder is not None and (result.mlm_folder / "config.json").is_file()
+    vectors = SentenceTransformer(str(result.model), device="cpu").encode(["a sentence", "another one"])
+    assert vectors.shape == (2, 32)
+
+
+def test_bad_adapt_configs_say_how_to_fix(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"siamese_steps \(0\) at least 1"):
+        AdaptConfig(corpus=tmp_path, out=tmp_path, siamese_steps=0)
+    with pytest.raises(ValueError, match="Unknown objective 'nli'. Valid:"):
+        AdaptConfig(corpus=tmp_path, out=tmp_path, pairs_objective="nli")
+    with pytest.raises(ValueError, match="Base model folder 'nowhere' not found"):
+        adapt(AdaptConfig(corpus=tmp_path, out=tmp_path, base="nowhere"))
