@@ -104,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--mlm-eval-documents", type=int, default=200, help="documents held out to log MLM accuracy")
     adapt.add_argument("--siamese-steps", type=int, default=1000)
     adapt.add_argument("--siamese-batch-size", type=int, default=32)
+    adapt.add_argument("--max-seq-length", type=int, default=256, help="tokens the adapted bi-encoder reads")
     adapt.add_argument("--pairs", type=Path, help="optional labelled pairs for a last stage")
     adapt.add_argument("--pairs-objective", choices=OBJECTIVES, default="cosine")
     adapt.add_argument("--pairs-steps", type=int, default=-1)

@@ -48,6 +48,7 @@ class AdaptConfig:
     mlm_eval_documents: int = 200
     siamese_steps: int = 1000
     siamese_batch_size: int = 32
+    max_seq_length: int = 256
     pairs: Path | None = None
     pairs_objective: str = "cosine"
     pairs_steps: int = -1
@@ -113,6 +114,7 @@ def adapt(config: AdaptConfig) -> AdaptResult:
             pooling="mean",
             max_steps=config.siamese_steps,
             batch_size=config.siamese_batch_size,
+            max_seq_length=config.max_seq_length,
             evaluate_on_dev=False,
             seed=config.seed,
         )
@@ -127,6 +129,7 @@ def adapt(config: AdaptConfig) -> AdaptResult:
                 train=config.pairs,
                 out=model,
                 max_steps=config.pairs_steps,
+                max_seq_length=config.max_seq_length,
                 evaluate_on_dev=False,
                 seed=config.seed,
             )

@@ -11,10 +11,12 @@ from training.adapt import AdaptConfig, adapt
 
 def test_adapt_runs_mlm_then_mnrl_and_writes_a_sentence_model(tiny_bert_copy: Path, tiny_jsonl_corpus: Path, tmp_path: Path) -> None:
     result = main(["adapt", "--corpus", str(tiny_jsonl_corpus), "--base", str(tiny_bert_copy), "--out", str(tmp_path / "a"),
-                   "--mlm-steps", "3", "--mlm-batch-size", "4", "--mlm-eval-documents", "5", "--siamese-steps", "3", "--siamese-batch-size", "4"])
+                   "--mlm-steps", "3", "--mlm-batch-size", "4", "--mlm-eval-documents", "5", "--siamese-steps", "3", "--siamese-batch-size", "4", "--max-seq-length", "64"])
     assert result.stages == ("mlm", "mnrl")
     assert result.mlm_folder is not None and (result.mlm_folder / "config.json").is_file()
     vectors = SentenceTransformer(str(result.model), device="cpu").encode(["a sentence", "another one"])
+    model = SentenceTransformer(str(result.model), device="cpu")
+    assert model.max_seq_length == 64
     assert vectors.shape == (2, 32)
 
 
