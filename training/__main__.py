@@ -59,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--attention", choices=["sdpa", "eager"])
     pretrain.add_argument("--device")
     pretrain.add_argument("--resume", action="store_true", default=None)
+    pretrain.add_argument(
+        "--max-minutes", type=float,
+        help="stop after this much wall time, saving a checkpoint and the model folder (--resume continues)",
+    )
     pretrain.add_argument("--config", type=Path, help="JSON file of PretrainConfig fields; flags override it")
 
     siamese = commands.add_parser("siamese", help="SBERT fine-tuning")

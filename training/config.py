@@ -124,6 +124,7 @@ class PretrainConfig:
     attention: str = "sdpa"
     resume: bool = False
     device: str | None = None
+    max_minutes: float | None = None  # wall-clock budget: checkpoint and save the model folder when spent
 
     def __post_init__(self) -> None:
         for name in ("corpus", "out", "tokenizer", "base"):
@@ -144,6 +145,8 @@ class PretrainConfig:
                 f"pick heads dividing {hidden}, e.g. {max(1, hidden // 64)}."
             )
         _check_positive("max_steps", self.max_steps)
+        if self.max_minutes is not None:
+            _check_positive("max_minutes", self.max_minutes)
         _check_positive("batch_size", self.batch_size)
         _check_positive("learning_rate", self.learning_rate)
         if self.max_length < 8:

@@ -233,7 +233,21 @@ def pretrain(config: PretrainConfig) -> PretrainResult:
         step, losses = state["step"], dict(state["losses"])
         evals = [EvalMetrics(**metrics) for metrics in state["evals"]]
 
+    def checkpoint_state() -> dict:
+        return {
+            "step": step,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "stream": stream.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
+            "losses": losses,
+            "evals": [metrics.__dict__ for metrics in evals],
+        }
+
     tokens, train_seconds = 0, 0.0
+    run_start = time.perf_counter()
     window_tokens, window_start = 0, time.perf_counter()
     while step < config.max_steps:
         started = time.perf_counter()
@@ -264,19 +278,14 @@ def pretrain(config: PretrainConfig) -> PretrainResult:
             logger.info("eval step %d: MLM loss %.4f, MLM accuracy %.4f, NSP accuracy %s", step, metrics.mlm_loss,
                         metrics.mlm_accuracy, "n/a" if metrics.nsp_accuracy is None else f"{metrics.nsp_accuracy:.4f}")
             window_start = time.perf_counter()
-        if step % config.save_every == 0 or step == config.max_steps:
-            save_checkpoint(config.out, step, {
-                "step": step,
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "stream": stream.state_dict(),
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
-                "losses": losses,
-                "evals": [metrics.__dict__ for metrics in evals],
-            })
+        out_of_time = config.max_minutes is not None and time.perf_counter() - run_start > 60 * config.max_minutes
+        if step % config.save_every == 0 or step == config.max_steps or out_of_time:
+            save_checkpoint(config.out, step, checkpoint_state())
             window_start = time.perf_counter()
+        if out_of_time:
+            logger.info("time budget of %.1f min reached at step %d; saving (continue with --resume)",
+                        config.max_minutes, step)
+            break
 
     model.save_pretrained(str(config.out))
     tokenizer.save_pretrained(str(config.out))

@@ -130,3 +130,14 @@ def test_tokenizer_folder_without_vocab_and_cli_without_out(tiny_corpus: Path, t
         pretrain(_config(tiny_corpus, tmp_path / "o", tmp_path))
     with pytest.raises(SystemExit, match="pretrain needs --out"):
         main(["pretrain", "--corpus", str(tiny_corpus), "--tokenizer", str(tmp_path)])
+
+
+def test_time_budget_saves_a_loadable_model_and_resumes(tiny_corpus: Path, tiny_tokenizer_dir: Path, tmp_path: Path) -> None:
+    stopped = pretrain(_config(tiny_corpus, tmp_path / "t", tiny_tokenizer_dir, max_minutes=1e-9))
+    assert stopped.step == 1
+    assert [step for step, _ in list_checkpoints(tmp_path / "t")] == [1]
+    BertForPreTraining.from_pretrained(str(tmp_path / "t"))
+    resumed = pretrain(_config(tiny_corpus, tmp_path / "t", tiny_tokenizer_dir, resume=True))
+    assert resumed.step == 6
+    with pytest.raises(ValueError, match="max_minutes"):
+        _config(tiny_corpus, tmp_path / "u", tiny_tokenizer_dir, max_minutes=0)
