@@ -9,6 +9,7 @@ hybrid modes).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="reuse an adapted model already in --out")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     beir_dir = args.data / "scifact"
     if not beir_dir.is_dir():
         print(f"SciFact not found at {beir_dir}; set SEMSEARCH_DATA or pass --data.", file=sys.stderr)
