@@ -44,6 +44,15 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return index
 
 
+@pytest.fixture()
+def private_index(demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the demo index that a test may change, opened by the app."""
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index)
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+    return index
+
+
 def run_app(query_params: dict[str, str] | None = None) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.query_params.update(query_params or {})
@@ -260,12 +269,8 @@ def test_compare_page_scores_two_sentences_and_a_list(
     assert any("at least two sentences" in i.value for i in at.info)
 
 
-def test_upload_adds_documents_and_warns_about_a_bad_file(
-    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    index = tmp_path / "index"
-    shutil.copytree(demo_index, index)
-    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+def test_upload_adds_documents_and_warns_about_a_bad_file(private_index: Path) -> None:
+    index = private_index
     at = run_app()
     assert at.sidebar.button(key="index_uploads").disabled  # nothing chosen yet
     at.file_uploader(key="uploads").set_value(
@@ -311,12 +316,8 @@ def test_upload_into_a_missing_index_starts_one(
     assert result_titles(at) == ["Comets"]
 
 
-def test_upload_while_another_build_runs_shows_the_error(
-    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    index = tmp_path / "index"
-    shutil.copytree(demo_index, index)
-    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+def test_upload_while_another_build_runs_shows_the_error(private_index: Path) -> None:
+    index = private_index
     at = run_app()
     at.file_uploader(key="uploads").set_value(("harp.txt", b"The harp has strings.", "text/plain"))
     at.run()

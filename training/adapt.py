@@ -16,13 +16,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.config import OBJECTIVES, PretrainConfig, SiameseConfig
+from training.config import DEFAULT_BASE, AdaptConfig, PretrainConfig, SiameseConfig
 from training.pretrain import pretrain
 from training.siamese import train_siamese
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_BASE = "default"
 
 
 def resolve_base(base: str) -> Path:
@@ -35,38 +33,6 @@ def resolve_base(base: str) -> Path:
     if not path.is_dir():
         raise ValueError(f"Base model folder {base!r} not found. Pass a BERT or SentenceTransformer folder, or 'default'.")
     return path
-
-
-@dataclass(frozen=True)
-class AdaptConfig:
-    corpus: Path
-    out: Path
-    base: str = DEFAULT_BASE
-    mlm_steps: int = 1000
-    mlm_batch_size: int = 32
-    mlm_learning_rate: float = 5e-5
-    mlm_eval_documents: int = 200
-    siamese_steps: int = 1000
-    siamese_batch_size: int = 32
-    max_seq_length: int = 256
-    pairs: Path | None = None
-    pairs_objective: str = "cosine"
-    pairs_steps: int = -1
-    max_documents: int | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "corpus", Path(self.corpus))
-        object.__setattr__(self, "out", Path(self.out))
-        if self.pairs is not None:
-            object.__setattr__(self, "pairs", Path(self.pairs))
-        if self.mlm_steps < 0 or self.siamese_steps < 1:
-            raise ValueError(
-                f"mlm_steps ({self.mlm_steps}) must be 0 or more (0 skips MLM) and "
-                f"siamese_steps ({self.siamese_steps}) at least 1."
-            )
-        if self.pairs_objective not in OBJECTIVES:
-            raise ValueError(f"Unknown objective {self.pairs_objective!r}. Valid: {', '.join(OBJECTIVES)}.")
 
 
 @dataclass(frozen=True)

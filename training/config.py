@@ -243,3 +243,39 @@ class CrossEncoderConfig:
         _check_positive("learning_rate", self.learning_rate)
         if self.negatives_per_query < 0:
             raise ValueError(f"negatives per query ({self.negatives_per_query}) must be 0 or more.")
+
+
+# `training adapt`: "default" names all-MiniLM-L6-v2 from its package.
+DEFAULT_BASE = "default"
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    corpus: Path
+    out: Path
+    base: str = DEFAULT_BASE
+    mlm_steps: int = 1000
+    mlm_batch_size: int = 32
+    mlm_learning_rate: float = 5e-5
+    mlm_eval_documents: int = 200
+    siamese_steps: int = 1000
+    siamese_batch_size: int = 32
+    max_seq_length: int = 256
+    pairs: Path | None = None
+    pairs_objective: str = "cosine"
+    pairs_steps: int = -1
+    max_documents: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "corpus", Path(self.corpus))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.pairs is not None:
+            object.__setattr__(self, "pairs", Path(self.pairs))
+        if self.mlm_steps < 0 or self.siamese_steps < 1:
+            raise ValueError(
+                f"mlm_steps ({self.mlm_steps}) must be 0 or more (0 skips MLM) and "
+                f"siamese_steps ({self.siamese_steps}) at least 1."
+            )
+        if self.pairs_objective not in OBJECTIVES:
+            raise ValueError(f"Unknown objective {self.pairs_objective!r}. Valid: {', '.join(OBJECTIVES)}.")
