@@ -3,7 +3,8 @@
 Every action calls search/ or indexer/; this file only lays out widgets and
 turns their errors into messages. Run with `make run`, or
 `streamlit run app.py` with SEMSEARCH_INDEX naming the index folder, and
-optionally SEMSEARCH_RERANKER naming a CrossEncoder folder to rerank with.
+optionally SEMSEARCH_RERANKER naming a CrossEncoder folder to rerank with (default: the
+reranker shipped in models/reranker; "none" turns reranking off).
 A link such as `/?q=how+do+I+open+a+file&mode=hybrid` opens the search page
 with that query and retrieval mode.
 """
@@ -38,6 +39,8 @@ from search import (
     similarity_matrix,
     top_pairs,
 )
+from search.config import shipped_reranker
+from search.rerank import load_rerank_config
 from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
 from ui.uploads import ACCEPTED_TYPES, UploadResult, index_uploads
 
@@ -71,10 +74,14 @@ def index_dir() -> Path:
 
 
 def reranker_dir() -> str:
-    """SEMSEARCH_RERANKER (a CrossEncoder folder; relative to the repository root), or "" for none."""
+    """SEMSEARCH_RERANKER (a CrossEncoder folder; relative to the repository root), else the shipped
+    reranker; "" for none ("none" in SEMSEARCH_RERANKER, or a checkout without models/reranker)."""
     value = os.environ.get("SEMSEARCH_RERANKER", "").strip()
-    if not value:
+    if value.lower() in ("none", "off", "0"):
         return ""
+    if not value:
+        shipped = shipped_reranker()
+        return str(shipped) if shipped is not None else ""
     path = Path(value).expanduser()
     return str(path if path.is_absolute() else REPO_ROOT / path)
 
@@ -130,7 +137,8 @@ def initial_state() -> None:
         wanted = params.get("mode", "").strip().lower()
         st.session_state.mode = wanted if wanted in MODES else DEFAULT_MODE
     if "rerank" not in st.session_state:
-        st.session_state.rerank = True
+        folder = reranker_dir()
+        st.session_state.rerank = bool(folder) and load_rerank_config(folder).enabled_by_default
 
 
 # --- Adding documents ---------------------------------------------------------------------------
@@ -236,7 +244,8 @@ def search_page(folder: Path) -> None:
         st.error(f"The index in {folder} cannot be opened. {err}")
         return
     except OSError as err:  # only the reranker remains: the Searcher wraps index file errors
-        st.error(f"The reranker named by SEMSEARCH_RERANKER cannot be loaded. {err}")
+        st.error(f"The reranker ({reranker_dir()}) cannot be loaded. {err} Set SEMSEARCH_RERANKER=none "
+                 "to search without it.")
         return
     show_stats(stats)
 
@@ -258,7 +267,7 @@ def search_page(folder: Path) -> None:
             "Rerank",
             key="rerank",
             help=f"Rescore the top {searcher.config.rerank_candidates} documents with the "
-            "cross-encoder in SEMSEARCH_RERANKER: slower, usually sharper.",
+            f"cross-encoder reranker ({Path(reranker_dir()).name}): slower, usually sharper.",
         )
     query: str = st.session_state.query
     k = int(st.session_state.k)

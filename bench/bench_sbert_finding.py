@@ -13,7 +13,7 @@ in a subprocess whose log lands in --out; the fine-tuned models are scored throu
 `python -m training.eval_sts --json`. The raw BERT folder is scored in-process, because the
 eval CLI has no pooling option (it would silently give a bare BERT folder mean pooling).
 
-Usage: nice -n 5 python bench/bench_sbert_finding.py [--max-steps 1500] [--preset tiny] [--reuse]
+Usage: nice -n 5 python bench/bench_sbert_finding.py [--max-steps 1500] [--preset tiny] [--max-minutes M] [--reuse]
 """
 
 from __future__ import annotations
@@ -144,6 +144,8 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--warmup-steps", type=int, default=100)
     parser.add_argument("--eval-every", type=int, default=250)
+    parser.add_argument("--max-minutes", type=float, default=None,
+                        help="wall-clock budget for pretraining; it stops early, saving a loadable model")
     parser.add_argument("--softmax-epochs", type=float, default=1.0)
     parser.add_argument("--cosine-epochs", type=float, default=2.0)
     parser.add_argument("--siamese-batch-size", type=int, default=16)
@@ -179,6 +181,8 @@ def main() -> None:
                    "--save-every", str(args.max_steps), "--log-every", "100", "--out", str(bert_dir)]
         if args.max_documents:
             command += ["--max-documents", str(args.max_documents)]
+        if args.max_minutes:
+            command += ["--max-minutes", str(args.max_minutes)]
         wall["pretrain"], pretrain_output = run_stage("pretrain", command, out)
     pretrain_info = parse_pretrain(pretrain_output)
 
@@ -239,7 +243,8 @@ def main() -> None:
         f"{args.cosine_epochs:g} epoch(s) ({siamese_notes.get('cosine', 'reused')}); the best STSb-dev checkpoint "
         "of each stage is kept.",
         "- Wall time per stage: " + ", ".join(f"{stage} {seconds / 60:.1f} min" for stage, seconds in wall.items())
-        + " (2 shared CPU cores, `nice -n 5`).",
+        + f" ({os.cpu_count()} shared CPU cores, torch threads: {os.environ.get('OMP_NUM_THREADS', 'all')}, "
+        "`nice -n 5`).",
         "- The paper's BERT-base saw ~3.3B words for 1M steps x 256 sequences of up to 512 tokens and its "
         "fine-tuned row uses no SICK stage (SBERT-STSb-base); the NLI row was trained on ~1M SNLI+MNLI pairs, "
         "ours on 4.9k SICK pairs.",
@@ -249,7 +254,8 @@ def main() -> None:
                                                  "corpus": {"read": read, "with_text": with_text, "tokens": tokens},
                                                  "args": {k: str(v) for k, v in vars(args).items()}}, indent=2))
     if not args.no_record:
-        command = "nice -n 5 python bench/bench_sbert_finding.py " + " ".join(sys.argv[1:])
+        threads = f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} " if "OMP_NUM_THREADS" in os.environ else ""
+        command = f"{threads}nice -n 5 python bench/bench_sbert_finding.py " + " ".join(sys.argv[1:])
         record("bench_sbert_finding", "STSb: the SBERT finding at CPU scale", body, command=command.strip())
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 MODES = ("dense", "bm25", "hybrid")
 
@@ -44,5 +45,45 @@ class SearchConfig:
         check_mode(self.mode)
         if self.rerank_candidates < 1:
             raise ValueError(f"rerank_candidates ({self.rerank_candidates}) must be at least 1.")
+        if self.rrf_k < 0:
+            raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
+
+
+# The reranker trained by bench/bench_rerank.py and committed with the app (models/reranker/README.md).
+SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
+
+
+def shipped_reranker() -> Path | None:
+    """The reranker committed with the app, or None in a checkout without it."""
+    return SHIPPED_RERANKER if (SHIPPED_RERANKER / "config.json").is_file() else None
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """How a `CrossEncoderReranker` scores candidates.
+
+    `max_length` bounds query + passage tokens (128 keeps 50 candidates within
+    300 ms on two CPU cores with the shipped 2-layer model); `quantize` runs
+    the Linear layers in int8 on the CPU (about 1.7x faster, BENCHMARKS.md).
+    `retriever_weight` w fuses ranks: (1 - w) / (rrf_k + reranker rank) +
+    w / (rrf_k + retriever rank); 0 keeps the reranker's order alone.
+    `enabled_by_default` says whether the app and the CLI rerank when the
+    user does not say: the shipped model sets it from its dev measurement.
+    """
+
+    max_length: int = 128
+    batch_size: int = 64
+    quantize: bool = True
+    retriever_weight: float = 0.0
+    rrf_k: int = 60
+    enabled_by_default: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_length < 8:
+            raise ValueError(f"max_length ({self.max_length}) must be at least 8 tokens.")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size ({self.batch_size}) must be at least 1.")
+        if not 0.0 <= self.retriever_weight <= 1.0:
+            raise ValueError(f"retriever_weight ({self.retriever_weight}) must lie between 0 and 1.")
         if self.rrf_k < 0:
             raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")

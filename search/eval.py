@@ -1,9 +1,11 @@
 """CLI: `python -m search.eval --beir DIR --index DIR [--split test] [--mode dense|bm25|hybrid]
-[--rerank-model PATH] [--candidates N] [--build] [--json]`.
+[--rerank | --rerank-model PATH] [--candidates N] [--build] [--json]`.
 
 Evaluates the search pipeline on a BEIR-format dataset: nDCG@10, MRR@10,
 recall@100, and the latency of `Searcher.search` per query, end to end and per
-stage (encode the query, retrieve, rerank), as p50 and p95.
+stage (encode the query, retrieve, rerank), as p50 and p95. When reranking, the
+retriever's top `candidates` documents (default 50) are reranked and the rest
+of the top 100 keep the retriever's order, so recall@100 is the retriever's.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from tqdm.auto import tqdm
 
 from data.beir import load_beir_qrels, load_beir_queries
 from indexer import IndexConfig, build_index
-from search.config import MODES, SearchConfig, check_mode
+from search.config import MODES, SHIPPED_RERANKER, RerankConfig, SearchConfig, check_mode
 from search.errors import SearchError
 from search.metrics import evaluate_rankings, percentile_ms
 from search.rerank import CrossEncoderReranker
@@ -42,6 +44,7 @@ class EvalConfig:
     mode: str | None = None
     rerank_model: str | None = None
     candidates: int | None = None
+    rerank_config: RerankConfig | None = None
 
     def __post_init__(self) -> None:
         if self.depth < 100:
@@ -50,18 +53,14 @@ class EvalConfig:
             check_mode(self.mode)
         if self.candidates is not None and self.rerank_model is None:
             raise ValueError(
-                f"candidates ({self.candidates}) only matters when reranking; add --rerank-model PATH."
+                f"candidates ({self.candidates}) only matters when reranking; add --rerank or --rerank-model PATH."
             )
-        if self.rerank_model is not None and self.rerank_candidates < self.depth:
-            raise ValueError(
-                f"candidates ({self.rerank_candidates}) is smaller than the ranking depth "
-                f"({self.depth}) the metrics need; use --candidates {self.depth} or more."
-            )
+        if self.candidates is not None and not 1 <= self.candidates <= self.depth:
+            raise ValueError(f"candidates ({self.candidates}) must lie between 1 and the ranking depth ({self.depth}).")
 
     @property
     def rerank_candidates(self) -> int:
-        """When reranking, every document of the evaluated ranking is a reranked candidate."""
-        return self.depth if self.candidates is None else self.candidates
+        return SearchConfig().rerank_candidates if self.candidates is None else self.candidates
 
 
 def evaluate(config: EvalConfig) -> dict[str, float]:
@@ -81,7 +80,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
                 show_progress=config.show_progress,
             )
         )
-    reranker = CrossEncoderReranker(config.rerank_model) if config.rerank_model else None
+    reranker = CrossEncoderReranker(config.rerank_model, config.rerank_config) if config.rerank_model else None
     searcher = Searcher(config.index_dir, model=config.model, db_url=config.db_url, reranker=reranker)
     return evaluate_searcher(
         searcher,
@@ -105,20 +104,33 @@ def evaluate_searcher(
 ) -> dict[str, float]:
     """Run every judged query through `searcher` in `mode`; metrics plus latency per stage.
 
-    Shared with bench/bench_scifact.py, so the benchmark and this CLI measure the same thing.
+    With `candidates` (and a reranker on the searcher), the top `candidates` of
+    the retriever's `depth` documents are reranked and the rest follow in the
+    retriever's order. Shared with bench/bench_scifact.py, so the benchmark and
+    this CLI measure the same thing.
     """
+    reranker = searcher.reranker if candidates is not None else None
+    if candidates is not None and reranker is None:
+        raise ValueError("candidates is set but the searcher has no reranker; pass reranker= to Searcher.")
     first = queries[next(iter(qrels))]
-    searcher.search(first, k=10, mode=mode, candidates=candidates)  # warm-up, not timed
+    searcher.search(first, k=10, mode=mode, rerank=False)  # warm-up, not timed
+    if reranker is not None:
+        reranker.rerank(first, searcher.search(first, k=10, mode=mode, rerank=False))
     rankings: dict[str, list[str]] = {}
     stages: dict[str, list[float]] = {"": [], "encode": [], "retrieve": [], "rerank": []}
     for qid in tqdm(list(qrels), desc="queries", unit="query", disable=not show_progress):
         t0 = time.perf_counter()
-        result = searcher.search_detailed(queries[qid], k=depth, mode=mode, candidates=candidates)
+        result = searcher.search_detailed(queries[qid], k=depth, mode=mode, rerank=False)
+        hits, rerank_s = result.hits, 0.0
+        if reranker is not None:
+            started = time.perf_counter()
+            hits = reranker.rerank(queries[qid], hits[:candidates]) + hits[candidates:]
+            rerank_s = time.perf_counter() - started
         stages[""].append(time.perf_counter() - t0)
         stages["encode"].append(result.timings.encode_s)
         stages["retrieve"].append(result.timings.retrieve_s)
-        stages["rerank"].append(result.timings.rerank_s)
-        rankings[qid] = [hit.doc_id for hit in result.hits]
+        stages["rerank"].append(rerank_s)
+        rankings[qid] = [hit.doc_id for hit in hits]
     metrics = evaluate_rankings(rankings, qrels)
     for stage, seconds in stages.items():
         prefix = f"latency_{stage}_" if stage else "latency_"
@@ -136,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None)
     parser.add_argument("--db", default=None)
     parser.add_argument("--mode", choices=MODES, default=None, help="retriever (default: hybrid)")
+    parser.add_argument("--rerank", action="store_true", help=f"rerank with the shipped reranker ({SHIPPED_RERANKER})")
     parser.add_argument("--rerank-model", default=None, metavar="PATH", help="CrossEncoder folder to rerank with")
     parser.add_argument("--candidates", type=int, default=None,
-                        help="documents reranked per query (default and minimum: 100, the ranking depth)")
+                        help="documents reranked per query (default 50; the rest of the top 100 keep their order)")
     parser.add_argument("--build", action="store_true", help="build or update the index from the BEIR corpus first")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
@@ -153,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             build=args.build,
             show_progress=not args.json,
             mode=args.mode,
-            rerank_model=args.rerank_model,
+            rerank_model=args.rerank_model or (str(SHIPPED_RERANKER) if args.rerank else None),
             candidates=args.candidates,
         )
         metrics = evaluate(config)

@@ -2,55 +2,153 @@
 
 A cross-encoder (Nogueira & Cho 2019, "Passage Re-ranking with BERT") reads
 query and passage together, which is slower but sharper than comparing two
-independent embeddings.
+independent embeddings. A small reranker trained on little data is sharper on
+some queries and blinder on others than the retriever, so its order can be
+fused with the retriever's by weighted reciprocal rank (`RerankConfig.retriever_weight`),
+the rank-level interpolation that keeps the retriever's evidence instead of
+discarding it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import logging
+import warnings
+from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Protocol
 
+from search.config import RerankConfig
 from search.hits import Hit
+
+logger = logging.getLogger(__name__)
 
 
 class Reranker(Protocol):
     def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
-        """`hits` reordered best first, with `score` and `rerank_score` set to the reranker's score
-        and `retriever_score` keeping the score the retriever gave."""
+        """`hits` reordered best first, with `score` set to the final score, `rerank_score` to the
+        reranker's own and `retriever_score` keeping the score the retriever gave."""
         ...
 
 
-class CrossEncoderReranker:
-    """Scores (query, passage) pairs in batches with a sentence-transformers `CrossEncoder`."""
+def rerank_input(title: str, text: str) -> str:
+    """The passage side of a (query, passage) pair, as the reranker reads it in training and at query time."""
+    title, text = title.strip(), text.strip()
+    if not text:
+        return title
+    if not title or text.lstrip("# ").startswith(title):  # a Markdown file's title is its first heading
+        return text
+    return f"{title}. {text}"
 
-    def __init__(self, model_path: str, batch_size: int = 32, device: str | None = None) -> None:
+
+def fuse_ranks(model_scores: list[float], retriever_weight: float, rrf_k: int) -> list[float]:
+    """Weighted reciprocal-rank fusion of the retriever's order (the input order) and the model's.
+
+    score_i = (1 - w) / (rrf_k + rank of i by model score) + w / (rrf_k + i + 1). With w = 0 the
+    order is the model's alone.
+    """
+    order = sorted(range(len(model_scores)), key=lambda i: -model_scores[i])
+    model_rank = {index: rank for rank, index in enumerate(order, start=1)}
+    return [
+        (1.0 - retriever_weight) / (rrf_k + model_rank[i]) + retriever_weight / (rrf_k + i + 1)
+        for i in range(len(model_scores))
+    ]
+
+
+def _quantize_int8(model: object) -> bool:
+    """Dynamic int8 quantisation of the Linear layers for CPU inference; False where torch cannot."""
+    import torch
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao is deprecated in favour of torchao, still shipped
+            inner = model[0]  # the Transformer module of a CrossEncoder
+            inner.model = torch.ao.quantization.quantize_dynamic(inner.model, {torch.nn.Linear}, dtype=torch.qint8)
+    except (AttributeError, RuntimeError, TypeError, IndexError) as err:
+        logger.warning("int8 quantisation is unavailable (%s); reranking in float32.", err)
+        return False
+    return True
+
+
+# Beside a CrossEncoder's own files: the RerankConfig its trainer measured best (bench/bench_rerank.py).
+RERANK_CONFIG_FILE = "rerank_config.json"
+
+
+def load_rerank_config(model_path: str | Path) -> RerankConfig:
+    """The RerankConfig saved in the model folder, or the defaults when it has none."""
+    path = Path(model_path) / RERANK_CONFIG_FILE
+    if not path.is_file():
+        return RerankConfig()
+    try:
+        fields = json.loads(path.read_text())
+        return RerankConfig(**fields)
+    except (json.JSONDecodeError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is not a valid rerank config ({err}); fix or delete it to use the defaults.") from err
+
+
+def save_rerank_config(model_path: str | Path, config: RerankConfig) -> Path:
+    path = Path(model_path) / RERANK_CONFIG_FILE
+    path.write_text(json.dumps(asdict(config), indent=2) + "\n")
+    return path
+
+
+class CrossEncoderReranker:
+    """Scores (query, passage) pairs in batches with a sentence-transformers `CrossEncoder`.
+
+    `config` defaults to the folder's rerank_config.json, else `RerankConfig()`.
+    On the CPU the model runs in float32 (a folder saved in float16 is upcast),
+    with its Linear layers quantised to int8 when `config.quantize` is set.
+    """
+
+    def __init__(self, model_path: str | Path, config: RerankConfig | None = None, device: str | None = None) -> None:
+        import torch
         from sentence_transformers import CrossEncoder
 
+        self.config = config or load_rerank_config(model_path)
         try:
-            self.model = CrossEncoder(str(model_path), device=device, local_files_only=True)
+            self.model = CrossEncoder(
+                str(model_path), device=device, local_files_only=True,
+                max_length=self.config.max_length, model_kwargs={"dtype": torch.float32},
+            )
         except OSError as err:
             raise OSError(
                 f"Cannot load a cross-encoder from {model_path}: {err}. Pass the folder a "
                 "CrossEncoder was saved to (it holds config.json and the weights)."
             ) from err
+        self.model.to(torch.float32)  # the whole stack: a float16 folder's head too
         self.model_path = str(model_path)
-        self.batch_size = batch_size
+        self.quantized = self.config.quantize and str(self.model.device) == "cpu" and _quantize_int8(self.model)
 
-    def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+    def scores(self, query: str, hits: list[Hit]) -> list[float]:
+        """The cross-encoder's raw score of each hit for `query`, in the hits' order."""
         if not hits:
             return []
-        scores = self.model.predict(
-            [(query, hit.text) for hit in hits],
-            batch_size=self.batch_size,
+        predicted = self.model.predict(
+            [(query, rerank_input(hit.title, hit.text)) for hit in hits],
+            batch_size=self.config.batch_size,
             show_progress_bar=False,
         )
+        return [float(score) for score in predicted]
+
+    def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+        return self.apply(hits, self.scores(query, hits))
+
+    def apply(self, hits: list[Hit], model_scores: list[float], retriever_weight: float | None = None) -> list[Hit]:
+        """`hits` ordered by `model_scores`, fused with their input order when the retriever weight
+        (`config.retriever_weight` unless given) is above 0."""
+        if len(hits) != len(model_scores):
+            raise ValueError(f"{len(hits)} hits but {len(model_scores)} scores; pass one score per hit.")
+        weight = self.config.retriever_weight if retriever_weight is None else retriever_weight
+        if not 0.0 <= weight <= 1.0:
+            raise ValueError(f"retriever_weight ({weight}) must lie between 0 and 1.")
+        final = model_scores if weight == 0 else fuse_ranks(model_scores, weight, self.config.rrf_k)
         rescored = [
             replace(
                 hit,
                 score=float(score),
-                rerank_score=float(score),
+                rerank_score=float(model_score),
                 retriever_score=hit.score if hit.retriever_score is None else hit.retriever_score,
             )
-            for hit, score in zip(hits, scores, strict=True)
+            for hit, score, model_score in zip(hits, final, model_scores, strict=True)
         ]
         return sorted(rescored, key=lambda hit: hit.score, reverse=True)

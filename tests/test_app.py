@@ -44,6 +44,12 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return index
 
 
+@pytest.fixture(autouse=True)
+def no_shipped_reranker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app offers models/reranker unless told otherwise; most tests here look at the retriever alone."""
+    monkeypatch.setenv("SEMSEARCH_RERANKER", "none")
+
+
 @pytest.fixture()
 def private_index(demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the demo index that a test may change, opened by the app."""
@@ -117,7 +123,7 @@ def test_mode_selector_switches_between_dense_bm25_and_hybrid(
     assert list(at.radio(key="mode").options) == [
         "dense (meaning)", "BM25 (exact words)", "hybrid (both)"
     ]
-    assert not at.toggle, "no rerank toggle without SEMSEARCH_RERANKER"
+    assert not at.toggle, "no rerank toggle with SEMSEARCH_RERANKER=none"
 
     at.text_input(key="query").input("noodles").run()
     at.radio(key="mode").set_value("dense").run()
@@ -167,7 +173,7 @@ def test_missing_reranker_folder_is_an_error_with_the_fix(
     monkeypatch.setenv("SEMSEARCH_RERANKER", str(tmp_path / "no_such_model"))
     at = run_app()
     assert not at.exception
-    assert at.error[0].value.startswith("The reranker named by SEMSEARCH_RERANKER cannot be loaded.")
+    assert at.error[0].value.startswith("The reranker (") and "SEMSEARCH_RERANKER=none" in at.error[0].value
     assert "Pass the folder a CrossEncoder was saved to" in at.error[0].value
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from training.config import (
+    CROSS_ENCODER_POOLINGS,
     OBJECTIVES,
     POOLINGS,
     PRESETS,
@@ -84,8 +85,15 @@ def _parser() -> argparse.ArgumentParser:
 
     cross = commands.add_parser("cross-encoder", help="train a CrossEncoder reranker")
     cross.add_argument("--base", required=True)
-    cross.add_argument("--train", type=Path, required=True)
+    cross.add_argument("--train", type=Path, nargs="+", required=True,
+                       help="one or more sources: scored pairs, (query, passage) positives or raw documents")
     cross.add_argument("--out", type=Path, required=True)
+    cross.add_argument("--max-length", type=int, default=256, help="query + passage tokens")
+    cross.add_argument("--num-layers", type=int, help="keep only the base's first N layers (a faster reranker)")
+    cross.add_argument("--save-dtype", choices=["float32", "float16"], default="float32")
+    cross.add_argument("--pooling", choices=CROSS_ENCODER_POOLINGS, default="cls",
+                       help="cls: BERT's classification head; mean: mean of token vectors (for bases trained so, e.g. MiniLM)")
+    cross.add_argument("--max-documents", type=int, help="raw-document sources: read at most this many documents")
     cross.add_argument("--max-steps", type=int, default=-1)
     cross.add_argument("--epochs", type=float, default=1.0)
     cross.add_argument("--batch-size", type=int, default=16)
@@ -98,6 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     cross.add_argument("--negatives-mode", choices=["dense", "bm25", "hybrid"], default="hybrid")
     cross.add_argument("--negatives-skip", type=int, default=0, help="pass over this many top non-positive hits")
+    cross.add_argument("--negatives-depth", type=int,
+                       help="sample the negatives among this many top non-positive hits (default: take the top ones)")
     cross.add_argument("--seed", type=int, default=0)
     adapt = commands.add_parser("adapt", help="domain adaptation: continued MLM, then mnrl on self-supervised pairs")
     adapt.add_argument("--corpus", type=Path, required=True)
@@ -155,7 +165,8 @@ def main(argv: list[str] | None = None) -> Any:
     if args.negatives_index is not None:
         from training.negatives import IndexNegativeMiner
 
-        miner = IndexNegativeMiner(args.negatives_index, mode=args.negatives_mode, skip=args.negatives_skip)
+        miner = IndexNegativeMiner(args.negatives_index, mode=args.negatives_mode, skip=args.negatives_skip,
+                                   depth=args.negatives_depth)
     flags = _flags(args, "negatives_index", "negatives_mode", "negatives_skip")
     return train_cross_encoder(CrossEncoderConfig(**flags), miner=miner)
 

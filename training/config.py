@@ -218,10 +218,29 @@ class SiameseConfig:
             _check_positive("eval_steps", self.eval_steps)
 
 
+CROSS_ENCODER_POOLINGS = ("cls", "mean")
+
+
 @dataclass(frozen=True)
 class CrossEncoderConfig:
+    """`training cross-encoder`: one or more training sources, concatenated.
+
+    `train` takes scored pairs (STSb, SICK, a pair file with a score), (query,
+    passage) positives (a BEIR folder's train qrels, a query/passage or
+    anchor/positive file), which get `negatives_per_query` mined negatives
+    each, or raw documents, whose title -> body and inverse-cloze pairs get
+    BM25 negatives from the same documents (`max_documents` of them).
+    `num_layers` keeps the base's first layers only (a faster reranker);
+    `save_dtype` "float16" halves the saved folder. `pooling` "cls" is BERT's
+    own head over [CLS] (a `BertForSequenceClassification`, right for a base
+    pretrained with NSP); "mean" scores the mean of the token vectors (a
+    Transformer, Pooling and Dense CrossEncoder), right for a base trained for
+    mean pooling such as all-MiniLM-L6-v2, whose [CLS] vector barely depends on
+    the input: from it, the [CLS] head stays at the label prior for hundreds of steps.
+    """
+
     base: str
-    train: Path
+    train: tuple[Path, ...]
     out: Path
     max_steps: int = -1
     epochs: float = 1.0
@@ -230,11 +249,19 @@ class CrossEncoderConfig:
     warmup_ratio: float = 0.1
     max_length: int = 256
     negatives_per_query: int = 3
+    negatives_depth: int | None = None
     max_train_examples: int | None = None
+    max_documents: int | None = None
+    num_layers: int | None = None
+    save_dtype: str = "float32"
+    pooling: str = "cls"
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "train", Path(self.train))
+        train = (self.train,) if isinstance(self.train, (str, Path)) else tuple(self.train)
+        if not train:
+            raise ValueError("No training data: pass at least one --train path.")
+        object.__setattr__(self, "train", tuple(Path(path) for path in train))
         object.__setattr__(self, "out", Path(self.out))
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError(f"max steps ({self.max_steps}) must be positive, or -1 to train for --epochs.")
@@ -243,6 +270,14 @@ class CrossEncoderConfig:
         _check_positive("learning_rate", self.learning_rate)
         if self.negatives_per_query < 0:
             raise ValueError(f"negatives per query ({self.negatives_per_query}) must be 0 or more.")
+        if self.negatives_depth is not None and self.negatives_depth < 1:
+            raise ValueError(f"negatives depth ({self.negatives_depth}) must be at least 1.")
+        if self.num_layers is not None and self.num_layers < 1:
+            raise ValueError(f"num_layers ({self.num_layers}) must be at least 1, or left out to keep every layer.")
+        if self.save_dtype not in ("float32", "float16"):
+            raise ValueError(f"save_dtype {self.save_dtype!r} is not float32 or float16.")
+        if self.pooling not in CROSS_ENCODER_POOLINGS:
+            raise ValueError(f"pooling {self.pooling!r} is not one of {', '.join(CROSS_ENCODER_POOLINGS)}.")
 
 
 # `training adapt`: "default" names all-MiniLM-L6-v2 from its package.

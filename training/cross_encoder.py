@@ -8,6 +8,8 @@ passage and 0 for a mined negative.
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import shutil
 from collections import defaultdict
@@ -15,15 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
+import transformers
 from datasets import Dataset
 from sentence_transformers import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
 from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
 from data.pairs import iter_pairs
+from data.raw_text import iter_documents
 from data.sick import iter_sick
 from data.stsb import MAX_SCORE, iter_stsb
 from training.config import CrossEncoderConfig
-from training.negatives import NegativeMiner, RandomNegativeMiner
+from training.negatives import BM25NegativeMiner, NegativeMiner, RandomNegativeMiner
+from training.self_supervised import inverse_cloze_pairs, title_body_pairs
 from training.siamese_data import beir_rows, detect_source
 
 logger = logging.getLogger(__name__)
@@ -49,24 +55,45 @@ def with_negatives(
     return rows
 
 
+def _document_rows(path: Path, rng: np.random.Generator, count: int, depth: int | None,
+                   max_documents: int | None) -> list[dict]:
+    """Title -> body and inverse-cloze positives from raw documents, with BM25 negatives from the same documents."""
+    documents = list(itertools.islice(iter_documents(path), max_documents))
+    positives = list(title_body_pairs(documents)) + list(inverse_cloze_pairs(documents, rng))
+    if not positives:
+        raise ValueError(f"{path} yields no self-supervised pairs: its documents need titles or several sentences.")
+    logger.info("self-supervised cross-encoder pairs from %s: %d positives from %d documents",
+                path, len(positives), len(documents))
+    miner = BM25NegativeMiner([passage for _, passage in positives], depth=depth or 30)
+    return with_negatives(positives, miner, count, rng)
+
+
+def _beir_positives(path: Path, rng: np.random.Generator) -> list[tuple[str, str]]:
+    """(query, "title. text") for every relevant document of the train qrels, as the reranker reads passages."""
+    rows = beir_rows(path, "mnrl", rng)
+    return [(row["anchor"], row["positive"]) for row in rows]
+
+
 def load_cross_encoder_rows(
-    path: Path, rng: np.random.Generator, negatives_per_query: int, miner: NegativeMiner | None = None
+    path: Path,
+    rng: np.random.Generator,
+    negatives_per_query: int,
+    miner: NegativeMiner | None = None,
+    depth: int | None = None,
+    max_documents: int | None = None,
 ) -> list[dict]:
-    """Rows of (query, passage, label in 0-1) from scored pairs or from positives plus negatives."""
+    """Rows of (query, passage, label in 0-1) from scored pairs, positives plus negatives, or raw documents."""
     source = detect_source(path)
     if source == "stsb":
         return [{"query": p.sentence1, "passage": p.sentence2, "label": p.score / MAX_SCORE} for p in iter_stsb(path, "train")]
     if source == "sick":
         return [{"query": p.sentence_a, "passage": p.sentence_b, "label": (p.relatedness - 1) / 4} for p in iter_sick(path)]
+    if source == "documents":
+        return _document_rows(path, rng, negatives_per_query, depth, max_documents)
     if source == "beir":
-        positives = [(row["anchor"], row["positive"]) for row in beir_rows(path, "mnrl", rng)]
+        positives = _beir_positives(path, rng)
         pool = [passage for _, passage in positives]
         return with_negatives(positives, miner or RandomNegativeMiner(pool), negatives_per_query, rng)
-    if source != "pairs":
-        raise ValueError(
-            f"Cross-encoder training data {str(path)!r} holds raw documents; it needs scored pairs (STSb, SICK, "
-            "sentence1/sentence2/score) or (query, passage) positives (BEIR, query/passage, anchor/positive)."
-        )
     rows = list(iter_pairs(path))
     if not rows:
         raise ValueError(f"Pair file {str(path)!r} holds no usable rows.")
@@ -89,18 +116,51 @@ def load_cross_encoder_rows(
     return with_negatives(positives, miner or RandomNegativeMiner(pool), negatives_per_query, rng) + explicit
 
 
+def _base_layers(base: Path) -> int:
+    if not (base / "config.json").is_file():
+        raise ValueError(f"Base model {str(base)!r} is not a BERT or CrossEncoder folder (no config.json).")
+    return int(json.loads((base / "config.json").read_text()).get("num_hidden_layers", 0))
+
+
+def _new_cross_encoder(base: Path, config: CrossEncoderConfig, config_kwargs: dict | None) -> CrossEncoder:
+    """BERT's [CLS] classification head, or mean pooling then a linear score (see CrossEncoderConfig)."""
+    if config.pooling == "cls":
+        return CrossEncoder(str(base), num_labels=1, max_length=config.max_length, device="cpu",
+                            config_kwargs=config_kwargs)
+    from sentence_transformers.cross_encoder.modules import Dense, Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    transformer = Transformer(str(base), transformer_task="feature-extraction", config_kwargs=config_kwargs,
+                              max_seq_length=config.max_length)
+    hidden = int(json.loads((base / "config.json").read_text())["hidden_size"])
+    head = Dense(hidden, 1, activation_function=torch.nn.Identity(), module_input_name="sentence_embedding",
+                 module_output_name="scores")
+    return CrossEncoder(modules=[transformer, Pooling(hidden, "mean"), head], device="cpu")
+
+
 def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None = None) -> CrossEncoderResult:
+    base = Path(config.base)
+    layers = _base_layers(base)
+    if config.num_layers is not None and config.num_layers > layers:
+        raise ValueError(f"num_layers ({config.num_layers}) exceeds the {layers} layers of {base}; pass at most {layers}.")
     rng = np.random.default_rng(config.seed)
-    rows = load_cross_encoder_rows(config.train, rng, config.negatives_per_query, miner)
+    rows: list[dict] = []
+    for path in config.train:
+        source_rows = load_cross_encoder_rows(
+            path, rng, config.negatives_per_query, miner, config.negatives_depth, config.max_documents
+        )
+        logger.info("%s: %d pairs (%d positive)", path, len(source_rows), sum(r["label"] >= 0.5 for r in source_rows))
+        rows += source_rows
     if config.max_train_examples is not None:
         order = rng.permutation(len(rows))[: config.max_train_examples]
         rows = [rows[int(index)] for index in order]
     dataset = Dataset.from_list(rows)
     logger.info("cross-encoder training on %d pairs (%d positive)", len(rows), sum(r["label"] >= 0.5 for r in rows))
-    base = Path(config.base)
-    if not (base / "config.json").is_file():
-        raise ValueError(f"Base model {str(base)!r} is not a BERT or CrossEncoder folder (no config.json).")
-    model = CrossEncoder(str(base), num_labels=1, max_length=config.max_length, device="cpu")
+    config_kwargs = {"num_hidden_layers": config.num_layers} if config.num_layers is not None else None
+    transformers.set_seed(config.seed)  # the fresh scoring head too
+    model = _new_cross_encoder(base, config, config_kwargs)
+    if config.num_layers is not None:
+        logger.info("kept the first %d of the %d layers of %s", config.num_layers, layers, base)
     loss = BinaryCrossEntropyLoss(model)
     checkpoints = config.out / "checkpoints"
     args = CrossEncoderTrainingArguments(
@@ -119,8 +179,10 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
     )
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
     trainer.train()
+    if config.save_dtype == "float16":
+        model.to(torch.float16)
     model.save(str(config.out))
     shutil.rmtree(checkpoints, ignore_errors=True)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    logger.info("saved CrossEncoder %s after %d steps", config.out, trainer.state.global_step)
+    logger.info("saved CrossEncoder %s (%s) after %d steps", config.out, config.save_dtype, trainer.state.global_step)
     return CrossEncoderResult(config.out, trainer.state.global_step, losses)

@@ -76,7 +76,8 @@ def test_eval_rerank_with_tiny_cross_encoder(tiny_beir, tmp_path, tiny_model, ti
 def test_eval_rejects_bad_mode_and_candidates(tiny_beir, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"Unknown mode 'x'\. Valid: dense, bm25, hybrid\."):
         EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path, mode="x")
-    with pytest.raises(ValueError, match=r"candidates \(50\) is smaller than the ranking depth \(100\).*--candidates 100"):
-        EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path, rerank_model="ce", candidates=50)
-    assert main(["--beir", str(tiny_beir), "--index", str(tmp_path), "--candidates", "200"]) == 2
-    assert "only matters when reranking; add --rerank-model PATH" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"candidates \(150\) must lie between 1 and the ranking depth \(100\)"):
+        EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path, rerank_model="ce", candidates=150)
+    assert EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path, rerank_model="ce").rerank_candidates == 50
+    assert main(["--beir", str(tiny_beir), "--index", str(tmp_path), "--candidates", "20"]) == 2
+    assert "only matters when reranking; add --rerank or --rerank-model PATH" in capsys.readouterr().err

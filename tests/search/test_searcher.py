@@ -130,6 +130,7 @@ def test_bad_mode_rerank_and_candidates_are_clear_errors(tiny_index, tiny_cross_
 
 def test_rerank_reorders_candidates_by_cross_encoder_score(tiny_index, tiny_cross_encoder):
     from search import CrossEncoderReranker
+    from search.rerank import rerank_input
 
     reranker = CrossEncoderReranker(tiny_cross_encoder)
     searcher = Searcher(tiny_index, reranker=reranker)
@@ -141,7 +142,8 @@ def test_rerank_reorders_candidates_by_cross_encoder_score(tiny_index, tiny_cros
 
     result = searcher.search_detailed(query, k=3, mode="dense", candidates=5)
     assert result.reranked == 5 and len(result.hits) == 3
-    direct = reranker.model.predict([(query, h.text) for h in plain.hits])
+    # The reranker reads each passage behind its document title, as in training (rerank_input).
+    direct = reranker.model.predict([(query, rerank_input(h.title, h.text)) for h in plain.hits])
     by_cross_encoder = [plain.hits[i].doc_id for i in sorted(range(5), key=lambda i: -direct[i])]
     assert [h.doc_id for h in result.hits] == by_cross_encoder[:3]
     assert [h.rerank_score for h in result.hits] == pytest.approx(sorted(direct, reverse=True)[:3], rel=1e-5)

@@ -84,3 +84,52 @@ def test_config_file_with_overrides_and_unknown_fields(tmp_path: Path) -> None:
     path.write_text(json.dumps({"corpus": "c.txt", "layers": 3}))
     with pytest.raises(ValueError, match=r"unknown PretrainConfig fields \['layers'\]"):
         config_from_file(PretrainConfig, path)
+
+
+def _cross(**kwargs) -> CrossEncoderConfig:
+    return CrossEncoderConfig(**{"base": "b", "train": "t.jsonl", "out": "o", **kwargs})
+
+
+def test_cross_encoder_train_takes_one_path_or_several() -> None:
+    assert _cross().train == (Path("t.jsonl"),)
+    assert _cross(train=Path("a.jsonl")).train == (Path("a.jsonl"),)
+    several = _cross(train=["a.jsonl", Path("docs.txt"), "sts"])
+    assert several.train == (Path("a.jsonl"), Path("docs.txt"), Path("sts"))
+    assert all(isinstance(path, Path) for path in several.train)
+    assert _cross(train=(p for p in ["x", "y"])).train == (Path("x"), Path("y"))
+    for empty in ([], ()):
+        with pytest.raises(ValueError, match=r"No training data: pass at least one --train path"):
+            _cross(train=empty)
+
+
+def test_cross_encoder_new_fields_defaults_and_valid_values() -> None:
+    config = _cross()
+    assert (config.negatives_depth, config.max_documents, config.num_layers, config.save_dtype) == (
+        None, None, None, "float32")
+    config = _cross(negatives_depth=1, max_documents=10, num_layers=1, save_dtype="float16")
+    assert (config.negatives_depth, config.max_documents, config.num_layers, config.save_dtype) == (
+        1, 10, 1, "float16")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"negatives_depth": 0}, r"negatives depth \(0\) must be at least 1"),
+        ({"negatives_depth": -3}, r"negatives depth \(-3\) must be at least 1"),
+        ({"num_layers": 0}, r"num_layers \(0\) must be at least 1"),
+        ({"save_dtype": "bfloat16"}, r"save_dtype 'bfloat16' is not float32 or float16"),
+        ({"save_dtype": "fp16"}, r"save_dtype 'fp16' is not float32 or float16"),
+        ({"pooling": "max"}, r"pooling 'max' is not one of cls, mean"),
+    ],
+)
+def test_bad_cross_encoder_fields(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _cross(**kwargs)
+
+
+def test_cross_encoder_config_file_lists_several_sources(tmp_path: Path) -> None:
+    path = tmp_path / "ce.json"
+    path.write_text(json.dumps({"base": "b", "train": ["pairs.jsonl", "docs.jsonl"], "out": "o", "num_layers": 2}))
+    config = config_from_file(CrossEncoderConfig, path, save_dtype="float16")
+    assert config.train == (Path("pairs.jsonl"), Path("docs.jsonl"))
+    assert (config.num_layers, config.save_dtype) == (2, "float16")
