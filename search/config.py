@@ -62,9 +62,11 @@ def shipped_reranker() -> Path | None:
 class RerankConfig:
     """How a `CrossEncoderReranker` scores candidates.
 
-    `max_length` bounds query + passage tokens (128 keeps 50 candidates within
-    300 ms on two CPU cores with the shipped 2-layer model); `quantize` runs
-    the Linear layers in int8 on the CPU (about 1.7x faster, BENCHMARKS.md).
+    `max_length` bounds query + passage tokens: the cost of reranking grows
+    with it, and the shipped 2-layer model reads 64 (its rerank_config.json),
+    which keeps 50 candidates within 300 ms p95 on two CPU cores where 128
+    took about 500 ms (BENCHMARKS.md); `quantize` runs the Linear layers in
+    int8 on the CPU (about twice as fast as float32 there).
     `retriever_weight` w fuses ranks: (1 - w) / (rrf_k + reranker rank) +
     w / (rrf_k + retriever rank); 0 keeps the reranker's order alone.
     `enabled_by_default` says whether the app and the CLI rerank when the

@@ -38,7 +38,8 @@ def rerank_input(title: str, text: str) -> str:
         return title
     if not title or text.lstrip("# ").startswith(title):  # a Markdown file's title is its first heading
         return text
-    return f"{title}. {text}"
+    separator = " " if title[-1] in ".?!:" else ". "  # "Stem cells." is not followed by another full stop
+    return f"{title}{separator}{text}"
 
 
 def fuse_ranks(model_scores: list[float], retriever_weight: float, rrf_k: int) -> list[float]:

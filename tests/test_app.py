@@ -12,6 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from indexer import IndexConfig, build_index
+from search.config import shipped_reranker
+from search.rerank import load_rerank_config
 from tests.search.helpers import build_tiny_cross_encoder
 from ui.highlight import escape_markdown
 
@@ -164,6 +166,21 @@ def test_rerank_toggle_shows_both_scores_and_the_candidates(
     headings = [m.value for m in at.markdown if m.value.startswith("**")]
     assert all(":gray[fused " in h for h in headings)
     assert result_titles(at)[0] == "pasta"
+
+
+@pytest.mark.skipif(shipped_reranker() is None, reason="models/reranker is not in this checkout")
+def test_shipped_reranker_is_offered_and_starts_as_its_config_says(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    monkeypatch.delenv("SEMSEARCH_RERANKER")
+    at = run_app()
+    assert not at.exception
+    expected = load_rerank_config(shipped_reranker()).enabled_by_default
+    assert at.toggle(key="rerank").value is expected
+    at.toggle(key="rerank").set_value(True).run()
+    at.text_input(key="query").input("noodles").run()
+    assert any("candidates were reranked" in c.value for c in at.main.caption)
 
 
 def test_missing_reranker_folder_is_an_error_with_the_fix(

@@ -46,6 +46,8 @@ def float_reranker(tiny_cross_encoder) -> CrossEncoderReranker:
         ("Lava", "Lava and ash.", "Lava and ash."),  # the text already opens with its title
         ("  Volcanoes ", "  Lava and ash.  ", "Volcanoes. Lava and ash."),
         ("Volcanoes", "volcanoes erupt", "Volcanoes. volcanoes erupt"),  # the check is case-sensitive
+        ("Do volcanoes erupt?", "Lava and ash.", "Do volcanoes erupt? Lava and ash."),
+        ("Stem cells.", "Lava and ash.", "Stem cells. Lava and ash."),  # no second full stop
     ],
 )
 def test_rerank_input_prefixes_the_title_once(title: str, text: str, expected: str) -> None:

@@ -3,6 +3,8 @@ the size budget, that ranks a relevant passage above unrelated ones."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from search.config import SHIPPED_RERANKER, shipped_reranker
@@ -36,10 +38,11 @@ def test_shipped_folder_fits_the_budget_and_says_how_it_was_made() -> None:
 
 def test_loads_offline_and_puts_the_relevant_passage_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    reranker = CrossEncoderReranker(SHIPPED_RERANKER)
+    reranker = CrossEncoderReranker(SHIPPED_RERANKER)  # with its rerank_config.json
     scores = reranker.scores(QUERY, [RELEVANT, *UNRELATED])
     assert scores[0] > max(scores[1:]), scores
-    reranked = reranker.rerank(QUERY, [*UNRELATED, RELEVANT])  # the retriever put it last
+    alone = CrossEncoderReranker(SHIPPED_RERANKER, replace(load_rerank_config(SHIPPED_RERANKER), retriever_weight=0.0))
+    reranked = alone.rerank(QUERY, [*UNRELATED, RELEVANT])  # the retriever put it last
     assert reranked[0].doc_id == "ms"
     assert reranked[0].rerank_score == pytest.approx(scores[0], abs=1e-5)
 
