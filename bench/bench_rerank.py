@@ -140,6 +140,19 @@ def stage_ms(run: Run, with_rerank: bool) -> list[str]:
     return [p(run.encode), p(run.retrieve), rerank, p(total)]
 
 
+def run_stage(args: argparse.Namespace, wall: dict[str, float], stage: str, command: list[str],
+              output: Path, log_name: str) -> None:
+    """Run one training command with its output in `args.work / log_name`; with --reuse, skip it
+    when `output` (the file its model folder ends up with) already exists."""
+    if args.reuse and output.is_file():
+        return
+    t0 = time.perf_counter()
+    args.work.mkdir(parents=True, exist_ok=True)
+    with open(args.work / log_name, "w") as log:
+        subprocess.run(command, check=True, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    wall[stage] = time.perf_counter() - t0
+
+
 def shown_command(args: argparse.Namespace, command: list[str]) -> str:
     """`command` as a user would type it: `python`, paths relative to the project, the data as $SEMSEARCH_DATA."""
     parts = ["python", *command[1:]]
@@ -164,6 +177,9 @@ from sentence_transformers import CrossEncoder
 model = CrossEncoder("models/reranker")
 model.predict([("query", "title. passage")])
 ```
+
+It is committed to git on purpose: no cross-encoder can be downloaded where this project runs
+(no model hub), so the app ships its own, within the 50 MB budget (float16 halves the weights).
 
 The app and `python -m search` load it through `search.CrossEncoderReranker`, which upcasts
 to float32 and quantises the Linear layers to int8 on the CPU, and read `rerank_config.json`:
@@ -260,18 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     indexes = {"default": args.index}
     if not args.no_adapt:
-        if not (args.reuse and (args.finetune_out / "modules.json").is_file()):
-            t0 = time.perf_counter()
-            args.work.mkdir(parents=True, exist_ok=True)
-            with open(args.work / "finetune.log", "w") as log:
-                subprocess.run(finetune_command, check=True, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
-            wall["fine-tune"] = time.perf_counter() - t0
-        if not (args.reuse and (args.adapt_out / "model" / "modules.json").is_file()):
-            t0 = time.perf_counter()
-            args.work.mkdir(parents=True, exist_ok=True)
-            with open(args.work / "adapt.log", "w") as log:
-                subprocess.run(adapt_command, check=True, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
-            wall["adapt (3 stages)"] = time.perf_counter() - t0
+        run_stage(args, wall, "fine-tune", finetune_command, args.finetune_out / "modules.json", "finetune.log")
+        run_stage(args, wall, "adapt (3 stages)", adapt_command, args.adapt_out / "model" / "modules.json", "adapt.log")
         for name, folder, model in (("adapted", args.adapted_index, args.adapt_out / "selfsup"),
                                     ("adapted+pairs", args.adapted_pairs_index, args.adapt_out / "model"),
                                     ("finetuned", args.finetuned_index, args.finetune_out)):
@@ -289,12 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         "--negatives-per-query", str(args.negatives_per_query), "--negatives-depth", str(args.negatives_depth),
         "--max-documents", str(args.corpus_documents), "--seed", str(args.seed),
     ]
-    if not (args.reuse and (args.out / "config.json").is_file()):
-        t0 = time.perf_counter()
-        args.work.mkdir(parents=True, exist_ok=True)
-        with open(args.work / "train.log", "w") as log:
-            subprocess.run(command, check=True, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
-        wall["train reranker"] = time.perf_counter() - t0
+    run_stage(args, wall, "train reranker", command, args.out / "config.json", "train.log")
     log_text = (args.work / "train.log").read_text() if (args.work / "train.log").is_file() else ""
     trained_on = [line.split(": ", 1)[-1] for line in log_text.splitlines() if "cross-encoder training on" in line]
 
