@@ -18,9 +18,12 @@ export SEMSEARCH_INDEX ?= $(abspath $(DEMO_INDEX))
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt | $(PY)
+# The project itself installs editable with the venv's own setuptools: no build-time download.
+# Python 3.11's venv ships setuptools 65, which needs the `wheel` package for that; 70.1 does not.
+$(STAMP): requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install -r requirements.txt
+	$(PY) -m pip install -r requirements.txt "setuptools>=70.1"
+	$(PY) -m pip install --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,9 +31,11 @@ install: $(STAMP)
 $(DEMO_CORPUS): data/demo_corpus.py | $(STAMP)
 	$(PY) -m data.demo_corpus --out $(DEMO_CORPUS)
 
-# A stamp, not index.json: an upload into a missing index also creates index.json.
-$(DEMO_INDEX)/.demo-built: $(DEMO_CORPUS)
-	$(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX) --keep-missing
+# A stamp, not index.json: an upload into a missing index also creates index.json. A demo index
+# of an older storage format (indexer/schema.py changed) is rebuilt afresh rather than refused.
+$(DEMO_INDEX)/.demo-built: $(DEMO_CORPUS) indexer/schema.py
+	$(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX) \
+		|| $(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX) --rebuild
 	touch $@
 
 demo-index: $(DEMO_INDEX)/.demo-built

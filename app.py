@@ -11,7 +11,6 @@ with that query and retrieval mode.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import textwrap
 import warnings
@@ -22,10 +21,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from data.paths import PROJECT_ROOT
 from indexer import IndexerError
+from indexer.model_spec import DEFAULT_MODEL_NAME
 from search import (
     MODES,
-    CrossEncoderReranker,
     EmptyQueryError,
     Hit,
     IndexNotFoundError,
@@ -39,12 +39,12 @@ from search import (
     similarity_matrix,
     top_pairs,
 )
-from search.config import shipped_reranker
-from search.rerank import load_rerank_config
+from search.rerank import NO_RERANKER, RerankerChoice, resolve_reranker
 from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
+from ui.results import MODE_LABELS, hit_caption, plural, result_caption, score_label
 from ui.uploads import ACCEPTED_TYPES, UploadResult, index_uploads
 
-REPO_ROOT = Path(__file__).resolve().parent
+REPO_ROOT = PROJECT_ROOT
 DEFAULT_INDEX = Path("indexes") / "demo"
 SEARCH_PAGE, COMPARE_PAGE = "Search", "Compare"
 PAGES = (SEARCH_PAGE, COMPARE_PAGE)
@@ -54,8 +54,6 @@ MAX_K = 50
 MAX_HEATMAP_SENTENCES = 40
 HEATMAP_ROW_PX = 36
 DEFAULT_MODE = SearchConfig().mode
-MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid": "hybrid (both)"}
-SCORE_LABELS = {"dense": "cosine", "bm25": "BM25", "hybrid": "fused"}
 EXAMPLE_QUERY = "how do I open a file"
 EXAMPLE_PAIR = ("How do I read a file line by line?", "Iterate over the lines of a text file.")
 EXAMPLE_SENTENCES = """\
@@ -73,31 +71,36 @@ def index_dir() -> Path:
     return path if path.is_absolute() else REPO_ROOT / path
 
 
-def reranker_dir() -> str:
-    """SEMSEARCH_RERANKER (a CrossEncoder folder; relative to the repository root), else the shipped
-    reranker; "" for none ("none" in SEMSEARCH_RERANKER, or a checkout without models/reranker)."""
+def reranker_setting() -> str | None:
+    """SEMSEARCH_RERANKER: a CrossEncoder folder (relative to the repository root) or "none";
+    None when unset, for the shipped reranker."""
     value = os.environ.get("SEMSEARCH_RERANKER", "").strip()
-    if value.lower() in ("none", "off", "0"):
-        return ""
     if not value:
-        shipped = shipped_reranker()
-        return str(shipped) if shipped is not None else ""
+        return None
+    if value.lower() in NO_RERANKER:
+        return value
     path = Path(value).expanduser()
     return str(path if path.is_absolute() else REPO_ROOT / path)
 
 
+def reranker_choice() -> RerankerChoice:
+    """The reranker the app offers and whether its toggle starts on: the CLI's and the eval's rule."""
+    return resolve_reranker(None, reranker_setting())
+
+
 @st.cache_resource(show_spinner="Loading the index and the models…")
-def load_searcher(folder: str, reranker: str = "") -> Searcher:
+def load_searcher(folder: str, reranker: str | None) -> Searcher:
     """One Searcher (and so one model and one copy of the vectors) per index folder per process.
 
+    It offers the reranker even when it starts off, so the toggle can turn it on.
     A failed load raises and is not cached, so building the index and reloading
-    the page is enough.
+    the page is enough. The Searcher itself loads builds that commit later.
     """
-    return Searcher(folder, reranker=CrossEncoderReranker(reranker) if reranker else None)
+    return Searcher(folder, reranker=resolve_reranker(None, reranker).load())
 
 
 def searcher_for(folder: Path) -> Searcher:
-    return load_searcher(str(folder), reranker_dir())
+    return load_searcher(str(folder), reranker_setting())
 
 
 def missing_index_message(folder: Path) -> str:
@@ -109,15 +112,6 @@ def missing_index_message(folder: Path) -> str:
         f"(it serves `{DEFAULT_INDEX}`).\n\n"
         "Then reload this page."
     )
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def model_label(spec: str) -> str:
-    """`default:all-MiniLM-L6-v2` shows as the model name, a local model folder as its name."""
-    return spec.split(":", 1)[1] if spec.startswith("default:") else Path(spec).name
 
 
 def initial_state() -> None:
@@ -137,8 +131,10 @@ def initial_state() -> None:
         wanted = params.get("mode", "").strip().lower()
         st.session_state.mode = wanted if wanted in MODES else DEFAULT_MODE
     if "rerank" not in st.session_state:
-        folder = reranker_dir()
-        st.session_state.rerank = bool(folder) and load_rerank_config(folder).enabled_by_default
+        try:
+            st.session_state.rerank = reranker_choice().enabled
+        except ValueError:  # a broken rerank_config.json: the search page shows the error
+            st.session_state.rerank = False
 
 
 # --- Adding documents ---------------------------------------------------------------------------
@@ -171,10 +167,7 @@ def upload_section(folder: Path) -> None:
             sidebar.error(f"Nothing was added to the index. {err}")
             return
         bar.progress(1.0, text="Done")
-        st.session_state.upload_result = result
-        # The search page explains a missing index, or a reranker that cannot be loaded.
-        with contextlib.suppress(IndexNotFoundError, OSError):
-            searcher_for(folder).refresh()
+        st.session_state.upload_result = result  # the cached Searcher loads the new build itself
     result: UploadResult | None = st.session_state.get("upload_result")
     if result is not None:
         report = result.report
@@ -192,41 +185,25 @@ def upload_section(folder: Path) -> None:
 # --- Search page --------------------------------------------------------------------------------
 
 
-def show_stats(stats: IndexStats) -> None:
-    cols = st.columns(3)
+def show_stats(area, stats: IndexStats) -> None:
+    """The figures of one build, into `area` (a container at the top of the page)."""
+    cols = area.columns(3)
     cols[0].metric("Documents", f"{stats.documents:,}")
     cols[1].metric("Passages", f"{stats.passages:,}")
     cols[2].metric(
         "Build time", f"{stats.build_seconds:.1f} s", help="How long the last build took"
     )
-    st.caption(
-        f"Model **{model_label(stats.model)}** ({stats.dimension} dimensions) · "
+    area.caption(
+        f"Model **{escape_markdown(stats.model_label)}** ({stats.dimension} dimensions) · "
         f"built {stats.built_at:%Y-%m-%d %H:%M} UTC"
     )
-
-
-def score_label(hit: Hit, mode: str) -> str:
-    """The score named by what it is ("cosine 0.812", "fused 0.032"), or both scores of a
-    reranked hit ("rerank 4.210 · BM25 11.503"), so one mode's scores are not read as another's."""
-    if hit.rerank_score is None or hit.retriever_score is None:
-        return f"{SCORE_LABELS[mode]} {hit.score:.3f}"
-    return f"rerank {hit.rerank_score:.3f} · {SCORE_LABELS[mode]} {hit.retriever_score:.3f}"
-
-
-def result_caption(result: SearchResult) -> str:
-    caption = f"{len(result.hits)} best matching documents, best first, by {MODE_LABELS[result.mode]}"
-    if result.reranked:
-        caption += (
-            f"; the top {plural(result.reranked, 'candidate')} were reranked by the cross-encoder"
-        )
-    return f"{caption} ({result.timings.total_s * 1000:.0f} ms)."
 
 
 def show_hit(rank: int, hit: Hit, query: str, mode: str) -> None:
     with st.container(border=True):
         title = escape_markdown(hit.title or hit.doc_id)
         st.markdown(f"**{rank}. {title}** &nbsp; :gray[{score_label(hit, mode)}]")
-        st.caption(f"{hit.doc_id} · {hit.source} · characters {hit.start_char}–{hit.end_char}")
+        st.caption(hit_caption(hit))
         st.markdown(snippet_markdown(hit.text, query))
         with st.expander("Full passage"):
             st.markdown(passage_markdown(hit.text, query))
@@ -235,19 +212,25 @@ def show_hit(rank: int, hit: Hit, query: str, mode: str) -> None:
 def search_page(folder: Path) -> None:
     st.title("Search")
     try:
+        choice = reranker_choice()
+    except ValueError as err:  # a rerank_config.json that cannot be read
+        st.error(f"The reranker ({reranker_setting() or 'models/reranker'}) cannot be used. {err} Set "
+                 "SEMSEARCH_RERANKER=none to search without it.")
+        return
+    try:
         searcher = searcher_for(folder)
         stats = searcher.stats()
     except IndexNotFoundError:
         st.info(missing_index_message(folder))
         return
-    except (IndexerError, SearchError) as err:
+    except (IndexerError, SearchError, ValueError) as err:
         st.error(f"The index in {folder} cannot be opened. {err}")
         return
-    except OSError as err:  # only the reranker remains: the Searcher wraps index file errors
-        st.error(f"The reranker ({reranker_dir()}) cannot be loaded. {err} Set SEMSEARCH_RERANKER=none "
+    except OSError as err:  # only the reranker remains: the Index wraps its own file errors
+        st.error(f"The reranker ({choice.path}) cannot be loaded. {err} Set SEMSEARCH_RERANKER=none "
                  "to search without it.")
         return
-    show_stats(stats)
+    stats_area = st.container()  # filled last, with the figures of the build that answered
 
     left, right = st.columns([5, 1])
     left.text_input("Query", key="query", placeholder=f"e.g. {EXAMPLE_QUERY}")
@@ -267,12 +250,10 @@ def search_page(folder: Path) -> None:
             "Rerank",
             key="rerank",
             help=f"Rescore the top {searcher.config.rerank_candidates} documents with the "
-            f"cross-encoder reranker ({Path(reranker_dir()).name}): slower, usually sharper.",
+            f"cross-encoder reranker ({Path(str(choice.path)).name}): slower, usually sharper.",
         )
     query: str = st.session_state.query
-    k = int(st.session_state.k)
     mode: str = st.session_state.mode
-    rerank = searcher.reranker is not None and bool(st.session_state.rerank)
     if query:
         st.query_params["q"] = query
     else:
@@ -281,29 +262,13 @@ def search_page(folder: Path) -> None:
         st.query_params["mode"] = mode
     else:
         st.query_params.pop("mode", None)
-    if not query:
-        st.info(f"Type a question or a few words, for example: *{EXAMPLE_QUERY}*.")
+    result = run_search(searcher, query, int(st.session_state.k), mode,
+                        searcher.reranker is not None and bool(st.session_state.rerank))
+    if result is not None and result.stats is not None:
+        stats = result.stats
+    show_stats(stats_area, stats)
+    if result is None:
         return
-    if mode != "dense" and not searcher.has_bm25:
-        st.warning(
-            f"This index was built before BM25 support, so it is searched in dense mode. Run "
-            f"`python -m indexer build --source PATH --index {folder}` once to add BM25 "
-            "(nothing is re-embedded), then reload this page."
-        )
-        mode = "dense"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", QueryTruncatedWarning)
-        try:
-            result = searcher.search_detailed(query, k, mode=mode, rerank=rerank)
-        except EmptyQueryError as err:
-            st.warning(str(err))
-            return
-        except (SearchError, ValueError) as err:
-            st.error(f"The search failed. {err}")
-            return
-    for warning in caught:
-        if issubclass(warning.category, QueryTruncatedWarning):
-            st.warning(str(warning.message))
     if not result.hits and stats.documents == 0:
         st.info(
             "The index holds no documents yet. Add some under **Add documents** in the sidebar."
@@ -318,6 +283,35 @@ def search_page(folder: Path) -> None:
     st.caption(result_caption(result))
     for rank, hit in enumerate(result.hits, start=1):
         show_hit(rank, hit, query, result.mode)
+
+
+def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool) -> SearchResult | None:
+    """The search the page asks for, or None (with a message) when there is nothing to show.
+
+    The default mode is passed as no mode, so the Searcher's rule for an index
+    without BM25 applies (it runs dense and says why); the page shows its reason.
+    """
+    if not query:
+        st.info(f"Type a question or a few words, for example: *{EXAMPLE_QUERY}*.")
+        return None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", QueryTruncatedWarning)
+        try:
+            result = searcher.search_detailed(
+                query, k, mode=None if mode == DEFAULT_MODE else mode, rerank=rerank
+            )
+        except EmptyQueryError as err:
+            st.warning(str(err))
+            return None
+        except (IndexerError, SearchError, ValueError) as err:
+            st.error(f"The search failed. {err}")
+            return None
+    if result.fallback_reason is not None:
+        st.warning(result.fallback_reason)
+    for warning in caught:
+        if issubclass(warning.category, QueryTruncatedWarning):
+            st.warning(str(warning.message))
+    return result
 
 
 # --- Compare page -------------------------------------------------------------------------------
@@ -357,17 +351,32 @@ def heatmap(sentences: list[str], scores: np.ndarray) -> alt.LayerChart:
     return (cells + values).properties(height=HEATMAP_ROW_PX * n)
 
 
-def compare_page() -> None:
+def compare_model(folder: Path) -> tuple[object | None, str]:
+    """The open index's bi-encoder and its label, so Compare scores with the model Search uses;
+    (None, a note) for the default model when no index opens."""
+    try:
+        searcher = searcher_for(folder)
+        return searcher.model, f"**{escape_markdown(searcher.stats().model_label)}**, the index's model"
+    except IndexNotFoundError:
+        reason = "there is no index yet"
+    except (IndexerError, SearchError, ValueError, OSError):
+        reason = "the index cannot be opened (see the Search page)"
+    return None, f"**{escape_markdown(DEFAULT_MODEL_NAME)}**, the default model, as {reason}"
+
+
+def compare_page(folder: Path) -> None:
     st.title("Compare sentences")
+    model, label = compare_model(folder)
     st.caption(
-        "Cosine similarity of sentence embeddings: near 1 for the same meaning, near 0 for unrelated."
+        f"Cosine similarity of sentence embeddings by {label}: near 1 for the same meaning, near 0 "
+        "for unrelated."
     )
 
     st.subheader("Two sentences")
     first = st.text_input("First sentence", value=EXAMPLE_PAIR[0], key="first")
     second = st.text_input("Second sentence", value=EXAMPLE_PAIR[1], key="second")
     if first.strip() and second.strip():
-        st.metric("Cosine similarity", f"{similarity(first, second):.3f}")
+        st.metric("Cosine similarity", f"{similarity(first, second, model=model):.3f}")
     else:
         st.info("Type a sentence in both boxes to compare them.")
 
@@ -385,8 +394,10 @@ def compare_page() -> None:
         st.info("Enter at least two sentences, one per line, to see how similar they are.")
         return
     try:
-        pairs = top_pairs(sentences, n_pairs)
-        scores = similarity_matrix(sentences) if len(sentences) <= MAX_HEATMAP_SENTENCES else None
+        pairs = top_pairs(sentences, n_pairs, model=model)
+        scores = (
+            similarity_matrix(sentences, model=model) if len(sentences) <= MAX_HEATMAP_SENTENCES else None
+        )
     except ValueError as err:
         st.error(f"Could not compare these sentences. {err}")
         return
@@ -425,7 +436,7 @@ def main() -> None:
     if page == COMPARE_PAGE:
         st.query_params.clear()
         st.query_params["page"] = COMPARE_PAGE.lower()
-        compare_page()
+        compare_page(folder)
     else:
         st.query_params.pop("page", None)
         search_page(folder)

@@ -16,15 +16,14 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.record import markdown_table, record  # noqa: E402
-from data.beir import load_beir_qrels, load_beir_queries  # noqa: E402
-from data.paths import PROJECT_ROOT, shared_data_dir  # noqa: E402
-from indexer import IndexConfig, build_index  # noqa: E402
-from search import Searcher  # noqa: E402
-from search.eval import evaluate_searcher  # noqa: E402
-from training.adapt import AdaptConfig, adapt  # noqa: E402
+from bench.record import markdown_table, record
+from data.beir import load_beir_qrels, load_beir_queries
+from data.paths import PROJECT_ROOT, shared_data_dir
+from indexer import IndexConfig, build_index
+from search import Searcher
+from search.eval import evaluate_searcher
+from training.adapt import AdaptConfig, adapt
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,15 +22,13 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.record import markdown_table, record  # noqa: E402
-from data.beir import iter_beir_corpus  # noqa: E402
-from data.paths import shared_data_dir  # noqa: E402
-from indexer import IndexConfig, build_index  # noqa: E402
-from indexer.embedding import load_bi_encoder  # noqa: E402
-from indexer.schema import PassageRow  # noqa: E402
-from indexer.sql_store import default_db_url, make_engine  # noqa: E402
+from bench.record import markdown_table, record
+from data.beir import iter_beir_corpus
+from data.paths import shared_data_dir
+from indexer import Index, IndexConfig, build_index, passage_text
+from indexer.build import embedded_title
+from indexer.embedding import load_bi_encoder
 
 
 def write_subset(beir_dir: Path, n_docs: int, out: Path) -> Path:
@@ -42,16 +40,11 @@ def write_subset(beir_dir: Path, n_docs: int, out: Path) -> Path:
     return out
 
 
-def embed_inputs(index_dir: Path) -> list[str]:
-    """The exact texts the indexer embedded, rebuilt from its rows."""
-    from sqlalchemy.orm import Session
-
-    engine = make_engine(default_db_url(index_dir))
-    with Session(engine) as session:
-        rows = session.query(PassageRow).all()
-        texts = [f"{r.document.title}\n{r.text}" if r.document.title else r.text for r in rows]
-    engine.dispose()
-    return texts
+def embed_inputs(index_dir: Path, model) -> list[str]:
+    """The exact texts the indexer embedded, rebuilt from its rows with the indexer's own functions."""
+    with Index.open(index_dir) as index:
+        records = index.passages(index.vectors.ids())
+    return [passage_text(embedded_title(r.title, model), r.text) for r in records.values()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             passages = report.passages_embedded
             build_rates.append(passages / build_s)
             if not texts:
-                texts = embed_inputs(index_dir)
+                texts = embed_inputs(index_dir, model)
             t0 = time.perf_counter()
             model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True)
             encode_rates.append(len(texts) / (time.perf_counter() - t0))

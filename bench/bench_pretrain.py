@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from transformers import get_linear_schedule_with_warmup  # noqa: E402
+import numpy as np
+import torch
+from transformers import get_linear_schedule_with_warmup
 
-from bench.record import markdown_table, record  # noqa: E402
-from training.config import (  # noqa: E402
+from bench.record import markdown_table, record
+from data.paths import PROJECT_ROOT as ROOT
+from training.config import (
     PretrainConfig,
     TokenizerConfig,
     default_data_dir,
 )
-from training.pretrain import (  # noqa: E402
+from training.pretrain import (
     build_model,
     build_optimizer,
     evaluate,
@@ -41,8 +39,8 @@ from training.pretrain import (  # noqa: E402
     pretrain,
     to_tensors,
 )
-from training.pretrain_data import ExampleStream  # noqa: E402
-from training.tokenizer import train_tokenizer  # noqa: E402
+from training.pretrain_data import ExampleStream
+from training.tokenizer import train_tokenizer
 
 
 def baseline(config: PretrainConfig) -> dict[str, float]:

@@ -39,19 +39,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench.record import markdown_table, record  # noqa: E402
-from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries  # noqa: E402
-from data.paths import PROJECT_ROOT, shared_data_dir  # noqa: E402
-from indexer import IndexConfig, build_index  # noqa: E402
-from search import Searcher  # noqa: E402
-from search.config import SHIPPED_RERANKER, RerankConfig  # noqa: E402
-from search.hits import Hit  # noqa: E402
-from search.metrics import evaluate_rankings, percentile_ms  # noqa: E402
-from search.rerank import CrossEncoderReranker, rerank_input, save_rerank_config  # noqa: E402
+from bench.record import markdown_table, record
+from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries
+from data.paths import PROJECT_ROOT, shared_data_dir
+from indexer import IndexConfig, build_index, passage_text
+from search import Searcher
+from search.config import SHIPPED_RERANKER, RerankConfig
+from search.hits import Hit
+from search.metrics import evaluate_rankings, percentile_ms
+from search.rerank import CrossEncoderReranker, save_rerank_config
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75)
 # The bi-encoders behind the rows: the shipped default, `training adapt` after its second stage
@@ -117,7 +116,7 @@ def write_train_pairs(beir_dir: Path, qrels: dict[str, dict[str, int]], train_qi
     """(query, passage) positives of the train queries, passages as the reranker reads them."""
     queries = load_beir_queries(beir_dir)
     wanted = {doc for qid in train_qids for doc, rel in qrels[qid].items() if rel > 0}
-    passages = {d["_id"]: rerank_input(d.get("title", ""), d.get("text", ""))
+    passages = {d["_id"]: passage_text(d.get("title", ""), d.get("text", ""))
                 for d in iter_beir_corpus(beir_dir) if d["_id"] in wanted}
     rows = [{"query": queries[qid], "passage": passages[doc]}
             for qid in train_qids for doc, rel in sorted(qrels[qid].items()) if rel > 0 and doc in passages]
@@ -197,7 +196,7 @@ training pairs, runs the command below, then evaluates). The training command it
 Data, all available here and none from SciFact test:
 - `runs/reranker/scifact_train_pairs.jsonl`: the SciFact train qrels positives (BEIR SciFact,
   `qrels/train.tsv`) of all train queries but {args.dev_queries} held out as dev (seed {args.seed}),
-  passages as `title. text`; {args.negatives_per_query} negatives per query sampled from the top
+  passages as `indexer.passage_text(title, text)` (title, newline, text); {args.negatives_per_query} negatives per query sampled from the top
   {args.negatives_depth} hybrid (BM25 + all-MiniLM-L6-v2) hits of `indexes/scifact` that are not positives;
 - `scifact/corpus.jsonl`: {args.corpus_documents} documents of the SciFact corpus as self-supervised
   title -> abstract and inverse-cloze pairs, with BM25 negatives from the same documents.

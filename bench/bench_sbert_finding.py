@@ -27,12 +27,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.record import markdown_table, record  # noqa: E402
-from training.config import default_data_dir  # noqa: E402
+from bench.record import markdown_table, record
+from data.paths import PROJECT_ROOT as ROOT
+from training.config import default_data_dir
 
 PAPER = {  # SBERT paper, BERT-base, STSb test Spearman x100
     "cls": "16.50 (Table 1, BERT CLS-vector)",

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # On a shared CPU, OpenMP threads that spin while waiting for a busy core slow training ~10x.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from bench.record import markdown_table, record  # noqa: E402
-from training.config import SiameseConfig, default_data_dir  # noqa: E402
-from training.eval_sts import evaluate_sts  # noqa: E402
-from training.siamese import train_siamese  # noqa: E402
+from bench.record import markdown_table, record
+from data.paths import PROJECT_ROOT as ROOT
+from training.config import SiameseConfig, default_data_dir
+from training.eval_sts import evaluate_sts
+from training.siamese import train_siamese
 
 
 def main() -> None:

@@ -12,7 +12,9 @@ import platform
 import re
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
+from data.paths import PROJECT_ROOT
+
+BENCHMARKS = PROJECT_ROOT / "BENCHMARKS.md"
 
 
 def machine_description() -> str:

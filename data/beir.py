@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,7 @@ def _require(path: Path, what: str) -> Path:
 def iter_beir_corpus(folder: Path | str) -> Iterator[dict]:
     """Yield {_id, title, text, metadata} per document of `folder/corpus.jsonl`."""
     path = _require(Path(folder) / "corpus.jsonl", "corpus.jsonl")
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8", newline="\n") as fh:  # JSON lines split on "\n" only
         for _, row in iter_json_objects(fh, path):
             yield {
                 "_id": str(row["_id"]),
@@ -39,11 +38,9 @@ def load_beir_queries(folder: Path | str) -> dict[str, str]:
     """Query id -> query text."""
     path = _require(Path(folder) / "queries.jsonl", "queries.jsonl")
     queries: dict[str, str] = {}
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                queries[str(row["_id"])] = row["text"]
+    with path.open(encoding="utf-8", newline="\n") as fh:
+        for _, row in iter_json_objects(fh, path):
+            queries[str(row["_id"])] = row["text"]
     return queries
 
 

@@ -43,7 +43,8 @@ def detect_schema(columns: list[str] | set[str], path: Path | str = "") -> tuple
 
 def _iter_raw_rows(path: Path) -> Iterator[tuple[int, dict]]:
     name = path.name.removesuffix(".gz")
-    with open_text(path) as handle:
+    # csv needs newline="" (quoted newlines stay in their field); JSON lines split on "\n" only.
+    with open_text(path, newline="" if name.endswith((".csv", ".tsv")) else "\n") as handle:
         if name.endswith(".csv") or name.endswith(".tsv"):
             reader = csv.DictReader(handle, delimiter="\t" if name.endswith(".tsv") else ",")
             for row in reader:

@@ -38,12 +38,16 @@ class Document:
     text: str
 
 
-def open_text(path: Path) -> io.TextIOBase:
-    """Open a text file, decompressing `.gz` on the fly."""
+def open_text(path: Path, newline: str | None = None) -> io.TextIOBase:
+    """Open a text file, decompressing `.gz` on the fly.
+
+    `newline` is `open`'s: None splits lines on "\\n", "\\r\\n" and a lone "\\r"; JSON lines
+    need "\\n" (a lone "\\r" is whitespace inside a JSON line), CSV needs "".
+    """
     path = Path(path)
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return path.open("r", encoding="utf-8", errors="replace")
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline=newline)
+    return path.open("r", encoding="utf-8", errors="replace", newline=newline)
 
 
 def detect_format(path: Path) -> str:
@@ -97,7 +101,7 @@ def iter_txt(path: Path) -> Iterator[Document]:
 
 def iter_jsonl(path: Path) -> Iterator[Document]:
     """JSON lines with a `text` field and optional `id`/`_id` and `title` (Wikinews, BEIR corpora)."""
-    with open_text(path) as handle:
+    with open_text(path, newline="\n") as handle:
         for line_number, record in iter_json_objects(handle, path):
             if not isinstance(record.get("text"), str):
                 logger.warning("%s:%d: skipping record without a string 'text' field", path, line_number)

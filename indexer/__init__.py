@@ -1,15 +1,40 @@
-"""Batch indexing: files in, passages out, embeddings into FAISS, text and metadata into SQL."""
+"""Batch indexing: files in, passages out, embeddings into FAISS, text and metadata into SQL.
 
-from indexer.build import BuildReport, build_index
+`Index` owns an index folder; `build_index` runs plan -> chunk and embed -> commit through it.
+"""
+
+from indexer.bm25_store import bm25_terms
+from indexer.build import BuildReport, RepairReport, build_index, repair_index
 from indexer.config import IndexConfig
-from indexer.errors import BadInputError, IndexBusyError, IndexerError, IndexMismatchError
+from indexer.errors import (
+    BadInputError,
+    IndexBusyError,
+    IndexerError,
+    IndexMismatchError,
+    IndexNotFoundError,
+    IndexUnreadableError,
+)
+from indexer.index import Index, IndexSnapshot, IndexStats, PassageRecord
+from indexer.model_spec import ModelSpec
+from indexer.passage_text import passage_text
 
 __all__ = [
     "BadInputError",
     "BuildReport",
+    "Index",
     "IndexBusyError",
     "IndexConfig",
     "IndexMismatchError",
+    "IndexNotFoundError",
+    "IndexSnapshot",
+    "IndexStats",
+    "IndexUnreadableError",
     "IndexerError",
+    "ModelSpec",
+    "PassageRecord",
+    "RepairReport",
+    "bm25_terms",
     "build_index",
+    "passage_text",
+    "repair_index",
 ]

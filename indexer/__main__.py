@@ -1,4 +1,5 @@
-"""CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict]`."""
+"""CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict]`
+and `python -m indexer repair --index DIR [--reembed]` (rebuilds damaged vectors or BM25 from the SQL rows)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import logging
 import sys
 from pathlib import Path
 
-from indexer.build import build_index
+from indexer.build import build_index, repair_index
 from indexer.config import IndexConfig
+from indexer.documents import DEFAULT_MAX_DOCUMENT_CHARS
 from indexer.errors import IndexerError
 
 
@@ -30,7 +32,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     build.add_argument("--csv-id", default="id", help="CSV column holding the document id")
     build.add_argument("--csv-title", default="title", help="CSV column holding the title")
     build.add_argument("--csv-text", default="text", help="CSV column holding the text")
+    build.add_argument("--max-document-chars", type=int, default=DEFAULT_MAX_DOCUMENT_CHARS,
+                       help="skip (with a warning) documents longer than this many characters")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
+    repair = sub.add_parser("repair", help="rebuild damaged vectors or BM25 from the stored rows")
+    repair.add_argument("--index", type=Path, required=True, help="index folder")
+    repair.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
+    repair.add_argument("--reembed", action="store_true",
+                        help="re-embed every stored passage (after the model's files changed)")
+    repair.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
 
 
@@ -51,6 +61,7 @@ def config_from_args(args: argparse.Namespace) -> IndexConfig:
         csv_title_column=args.csv_title,
         csv_text_column=args.csv_text,
         show_progress=not args.quiet,
+        max_document_chars=args.max_document_chars,
     )
 
 
@@ -58,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     try:
-        report = build_index(config_from_args(args))
+        if args.command == "repair":
+            report = repair_index(args.index, args.db, reembed=args.reembed, show_progress=not args.quiet)
+        else:
+            report = build_index(config_from_args(args))
     except (IndexerError, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

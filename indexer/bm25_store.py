@@ -169,3 +169,31 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def bm25_terms(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, term) for each word of `text` that BM25 indexes, in order.
+
+    `text[start:end]` is the word as written and `term` the stem BM25 stores
+    and matches on. This is `BM25Store`'s analysis (bm25s.tokenize with its
+    default token pattern, lower-case, the "en" stop words, the Snowball
+    English stemmer) redone with offsets, so a highlighter marks exactly the
+    words a BM25 search matched; stop words and one-letter words are left out,
+    as BM25 leaves them out.
+    """
+    import re
+
+    from bm25s.stopwords import STOPWORDS_EN
+
+    if STOPWORDS != "en":  # the only list wired here; keep it in step with BM25Store._tokenize
+        raise ValueError(f"bm25_terms knows the 'en' stop words only, not {STOPWORDS!r}.")
+    lowered = text.lower()  # as bm25s does, on the whole text (Greek final sigma depends on context)
+    # Lower-casing may lengthen a character ("İ" -> "i" + a combining dot): map offsets back.
+    source = range(len(text))
+    if len(lowered) != len(text):
+        source = [i for i, char in enumerate(text) for _ in char.lower()]
+    stop = set(STOPWORDS_EN)
+    words = [m for m in re.finditer(r"(?u)\b\w\w+\b", lowered) if m.group() not in stop]
+    # A new stemmer per call: PyStemmer objects are not thread-safe, and one costs about a microsecond.
+    stems = Stemmer.Stemmer(STEMMER_LANGUAGE).stemWords([m.group() for m in words])
+    return [(source[m.start()], source[m.end() - 1] + 1, stem) for m, stem in zip(words, stems, strict=True)]

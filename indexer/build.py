@@ -1,54 +1,48 @@
-"""One indexing run: read, diff against the store, split, embed, and commit atomically.
+"""One indexing run as its three steps: plan, chunk and embed, commit.
 
-Consistency rule: the SQL transaction that changes rows also records the names
-of the vector file and the BM25 folder that match them, and it commits only
-after both are fully written. A crash at any point leaves the previous rows
-pointing at the previous files, so the index stays usable.
+    documents = read_documents(source)                  # readers.py
+    with Index.create(dir).build() as tx:               # index.py: locks, atomic commit
+        changes = plan(tx.stored_documents(), documents, origin)   # plan.py, pure
+        spans, vectors = chunk and embed changes.to_embed         # this module
+        tx.commit(changes, origin, spans, vectors, meta)
+
+`repair_index` rebuilds an index's derived files (vectors, BM25) from its SQL
+rows, which hold every passage's text, so a damaged or lost file never needs
+the original source.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
-import fcntl
 import logging
-import shutil
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
 from tqdm.auto import tqdm
 
-from indexer.bm25_store import BM25Store
 from indexer.chunking import split_into_passages
 from indexer.config import IndexConfig
-from indexer.documents import Document, InputIssue
-from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder, model_spec
-from indexer.errors import BadInputError, IndexBusyError, IndexMismatchError
-from indexer.faiss_store import VectorStore
-from indexer.readers import read_documents
-from indexer.schema import DocumentRow, IndexInfoRow, PassageRow
-from indexer.sql_store import (
-    count_documents,
-    count_passages,
-    create_schema,
-    default_db_url,
-    index_info,
-    make_engine,
-    write_manifest,
+from indexer.documents import Document, InputIssue, PassageSpan
+from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
+from indexer.errors import (
+    BadInputError,
+    IndexMismatchError,
+    IndexNotFoundError,
+    IndexUnreadableError,
 )
+from indexer.faiss_store import VectorStore
+from indexer.index import BuildMeta, Index, repair_command
+from indexer.model_spec import ModelSpec
+from indexer.passage_text import passage_text
+from indexer.plan import Plan, plan
+from indexer.readers import read_documents
 
 logger = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
-VECTOR_PREFIX = "vectors-"
-BM25_PREFIX = "bm25-"
-# Room for the title prefix when passages are embedded as "title\npassage":
+# Room for the title prefix when passages are embedded as passage_text(title, passage):
 # at most 32 tokens, and at most an eighth of what the model reads.
 MAX_TITLE_TOKENS = 32
 
@@ -74,6 +68,7 @@ class BuildReport:
     seconds: float = 0.0
     bm25_seconds: float = 0.0
     issues: list[InputIssue] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def passages_per_second(self) -> float:
@@ -86,30 +81,13 @@ class BuildReport:
             f"-{self.documents_removed} removed, {self.documents_unchanged} unchanged); "
             f"embedded {self.passages_embedded} passages in {self.seconds:.1f} s "
             f"({self.passages_per_second:.1f} passages/s); BM25 index built in "
-            f"{self.bm25_seconds:.1f} s; {len(self.issues)} input issue(s)"
+            f"{self.bm25_seconds:.1f} s; {len(self.issues)} input issue(s), "
+            f"{len(self.warnings)} warning(s)"
         )
 
 
-@contextlib.contextmanager
-def _index_lock(index_dir: Path) -> Iterator[None]:
-    """One build at a time per index folder."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with open(index_dir / ".lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as err:
-            raise IndexBusyError(
-                f"Another build is writing {index_dir}. Wait for it to finish, or remove "
-                f"{index_dir / '.lock'} if no build is running."
-            ) from err
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _passage_budget(config: IndexConfig, model) -> int:
-    """Tokens per passage so that [CLS] title [SEP]-less prefix + passage + [SEP] fit the model."""
+def passage_budget(config: IndexConfig, model) -> int:
+    """Tokens per passage so that [CLS] + title prefix + passage + [SEP] fit the model."""
     model_max = int(model.max_seq_length)
     room = model_max - 2 - (title_token_budget(model_max) + 1 if config.embed_titles else 0)
     if config.passage_tokens is None:
@@ -129,268 +107,43 @@ def _passage_budget(config: IndexConfig, model) -> int:
     return budget
 
 
-def _embed_title(title: str, tokenizer, budget: int) -> str:
-    """The title as embedded: cut to `budget` tokens so the passage always fits."""
+def embedded_title(title: str, model) -> str:
+    """The title as embedded: cut to its token budget so the passage always fits."""
     if not title:
         return ""
-    ids = tokenizer(title, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
-    if len(ids) <= budget:
-        return title
-    return tokenizer.decode(ids[:budget])
+    budget = title_token_budget(int(model.max_seq_length))
+    ids = model.tokenizer(title, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+    return title if len(ids) <= budget else model.tokenizer.decode(ids[:budget])
 
 
-def _check_compatible(info: IndexInfoRow, spec: str, dim: int, index_dir: Path) -> None:
-    if info.model != spec or info.dimension != dim:
-        raise IndexMismatchError(
-            f"The index in {index_dir} was built with model {info.model} "
-            f"(dimension {info.dimension}), not {spec} (dimension {dim}). Build into another "
-            "--index folder, or pass --rebuild to re-embed everything with the new model."
-        )
+def chunk_documents(
+    documents: Sequence[Document], model, budget: int, overlap: int, show_progress: bool = False
+) -> list[list[PassageSpan]]:
+    """Each document's passage spans, in document order."""
+    return [
+        split_into_passages(doc.text, model.tokenizer, budget, overlap)
+        for doc in tqdm(documents, desc="chunking", unit="doc", dynamic_ncols=True,
+                        disable=not show_progress or len(documents) < 1000)
+    ]
 
 
-@dataclass(frozen=True)
-class StoredFiles:
-    """The vector file and BM25 folder, inside the index folder, that the committed rows point at."""
-
-    vector_file: str
-    bm25_dir: str
-
-
-def _remove_stale_files(index_dir: Path, keep: StoredFiles) -> None:
-    """Delete vector files and BM25 folders no committed row points at, and leftover temp files.
-
-    A searcher loads both when it opens or refreshes, so it never reads a removed one.
-    """
-    for path in index_dir.glob(f"{VECTOR_PREFIX}*.faiss"):
-        if path.name != keep.vector_file:
-            path.unlink(missing_ok=True)
-    for path in [*index_dir.glob(f"{BM25_PREFIX}*"), *index_dir.glob(f".{BM25_PREFIX}*.tmp")]:
-        if path.name != keep.bm25_dir and path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
+def embedding_inputs(
+    documents: Sequence[Document], spans: Sequence[Sequence[PassageSpan]], model, embed_titles: bool
+) -> list[str]:
+    """What the bi-encoder reads for every passage, in order: `passage_text(title, passage)`."""
+    texts: list[str] = []
+    for doc, doc_spans in zip(documents, spans, strict=True):
+        title = embedded_title(doc.title, model) if embed_titles else ""
+        texts.extend(passage_text(title, doc.text[s.start_char : s.end_char]) for s in doc_spans)
+    return texts
 
 
-def _build_bm25(session: Session) -> BM25Store:
-    """BM25 over every passage row visible in the open transaction, staged changes included.
-
-    Rebuilt from scratch because bm25s cannot add or remove documents; about 1.7 s
-    for 10k passages (see `indexer.bm25_store`).
-    """
-    rows = session.execute(
-        select(PassageRow.id, DocumentRow.title, PassageRow.text)
-        .join(PassageRow.document)
-        .order_by(PassageRow.id)
-    ).all()
-    return BM25Store.build(
-        [row.id for row in rows],
-        [f"{row.title} {row.text}" if row.title else row.text for row in rows],
-    )
-
-
-def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -> BuildReport:
-    """Bring the index in `config.index_dir` in line with `config.source`; return what changed."""
-    started = time.perf_counter()
-    spec = model_spec(config.model)
-    index_dir = config.index_dir
-    with _index_lock(index_dir):
-        report = BuildReport(index_dir=index_dir, model=spec)
-
-        def on_issue(issue: InputIssue) -> None:
-            if config.strict:
-                raise BadInputError(f"{issue} (--strict turns skipped input into an error)")
-            logger.warning("skipped %s", issue)
-            report.issues.append(issue)
-
-        # Read everything before touching the store: a missing source fails here, harmlessly.
-        documents = list(
-            read_documents(
-                config.source,
-                on_issue=on_issue,
-                csv_columns=(config.csv_id_column, config.csv_title_column, config.csv_text_column),
-            )
-        )
-        if not documents and not report.issues:
-            raise BadInputError(
-                f"No documents found in {config.source}. Supported inputs: a folder of .txt/.md "
-                "files, a .jsonl with a 'text' field, a .csv with a text column, or a BEIR folder."
-            )
-
-        model = load_bi_encoder(spec)
-        dim = embedding_dimension(model)
-        budget = _passage_budget(config, model)
-        db_url = config.db_url or default_db_url(index_dir)
-        engine = make_engine(db_url)
-        try:
-            create_schema(engine)
-            with Session(engine) as session, session.begin():
-                keep = _apply(
-                    session, config, report, documents, model, spec, dim, budget, progress, started
-                )
-            write_manifest(index_dir, config.db_url)
-        finally:
-            engine.dispose()
-        _remove_stale_files(index_dir, keep)
-        report.seconds = time.perf_counter() - started
-        logger.debug("build finished: %s", report.summary())
-        return report
-
-
-def _apply(
-    session: Session,
-    config: IndexConfig,
-    report: BuildReport,
-    documents: list[Document],
-    model,
-    spec: str,
-    dim: int,
-    budget: int,
-    progress: ProgressCallback | None,
-    started: float,
-) -> StoredFiles:
-    """Stage every change in the open transaction; return the files the rows point at."""
-    index_dir = config.index_dir
-    info = index_info(session)
-    fresh = info is None or config.rebuild
-    removed_ids: list[int] = []
-    if info is not None and config.rebuild:
-        session.execute(delete(PassageRow))
-        session.execute(delete(DocumentRow))
-        store = VectorStore.create(dim)
-    elif info is not None:
-        _check_compatible(info, spec, dim, index_dir)
-        store = VectorStore.load(index_dir / info.vector_file, use_gpu=False)
-    else:
-        if count_documents(session):
-            raise IndexMismatchError(
-                f"The database behind {index_dir} holds documents but no index info. "
-                "Pass --rebuild to start it afresh."
-            )
-        store = VectorStore.create(dim)
-
-    existing = {
-        key: (row_id, digest)
-        for key, row_id, digest in session.execute(
-            select(DocumentRow.doc_key, DocumentRow.id, DocumentRow.content_hash)
-        )
-    }
-    seen: set[str] = set()
-    changed_doc_ids: list[int] = []
-    to_add: list[Document] = []
-    for doc in documents:
-        seen.add(doc.doc_id)
-        current = existing.get(doc.doc_id)
-        if current is not None and current[1] == doc.content_hash():
-            report.documents_unchanged += 1
-            continue
-        if current is not None:
-            changed_doc_ids.append(current[0])
-            report.documents_updated += 1
-        else:
-            report.documents_added += 1
-        to_add.append(doc)
-    gone = (
-        [row_id for key, (row_id, _) in existing.items() if key not in seen] if config.prune else []
-    )
-    report.documents_removed = len(gone)
-    stale_doc_ids = changed_doc_ids + gone
-    if stale_doc_ids:
-        removed_ids = list(
-            session.scalars(select(PassageRow.id).where(PassageRow.document_id.in_(stale_doc_ids)))
-        )
-        session.execute(delete(PassageRow).where(PassageRow.document_id.in_(stale_doc_ids)))
-        session.execute(delete(DocumentRow).where(DocumentRow.id.in_(stale_doc_ids)))
-        session.flush()
-
-    now = dt.datetime.now(dt.UTC)
-    tokenizer = model.tokenizer
-    new_passages: list[PassageRow] = []
-    embed_inputs: list[str] = []
-    for doc in to_add:
-        row = DocumentRow(
-            doc_key=doc.doc_id,
-            title=doc.title,
-            source=doc.source,
-            text=doc.text,
-            content_hash=doc.content_hash(),
-            meta=doc.metadata,
-            indexed_at=now,
-        )
-        title = (
-            _embed_title(doc.title, tokenizer, title_token_budget(int(model.max_seq_length)))
-            if config.embed_titles
-            else ""
-        )
-        for span in split_into_passages(doc.text, tokenizer, budget, config.overlap_tokens):
-            text = doc.text[span.start_char : span.end_char]
-            passage = PassageRow(
-                ordinal=span.ordinal, start_char=span.start_char, end_char=span.end_char, text=text
-            )
-            row.passages.append(passage)
-            new_passages.append(passage)
-            embed_inputs.append(f"{title}\n{text}" if title else text)
-        session.add(row)
-    session.flush()  # assigns passage ids, which become the FAISS ids
-
-    store.remove(np.asarray(removed_ids, dtype=np.int64))
-    report.passages_removed = len(removed_ids)
-    vectors = _embed_with_progress(model, embed_inputs, config, progress)
-    store.add(np.asarray([p.id for p in new_passages], dtype=np.int64), vectors)
-    report.passages_embedded = len(new_passages)
-    report.total_documents = count_documents(session)
-    report.total_passages = count_passages(session)
-    if store.ntotal != report.total_passages:
-        raise RuntimeError(
-            f"FAISS holds {store.ntotal} vectors but SQL holds {report.total_passages} passages; "
-            "nothing was committed. Rebuild with --rebuild."
-        )
-
-    changed = fresh or bool(to_add) or bool(stale_doc_ids)
-    has_bm25 = info is not None and bool(info.bm25_dir) and (index_dir / info.bm25_dir).is_dir()
-    if not changed and has_bm25:
-        return StoredFiles(info.vector_file, info.bm25_dir)  # nothing changed: touch nothing
-    # Both files of one build share its id, which makes a directory listing easy to read.
-    build_id = uuid.uuid4().hex[:12]
-    bm25_started = time.perf_counter()
-    bm25_dir = f"{BM25_PREFIX}{build_id}"
-    bm25 = _build_bm25(session)
-    if bm25.ntotal != report.total_passages:
-        raise RuntimeError(
-            f"BM25 holds {bm25.ntotal} passages but SQL holds {report.total_passages}; "
-            "nothing was committed. Rebuild with --rebuild."
-        )
-    bm25.save(index_dir / bm25_dir)
-    report.bm25_seconds = time.perf_counter() - bm25_started
-    if not changed:
-        # An index built before BM25 existed: add the BM25 part, leave the vectors alone.
-        logger.info("added the BM25 index this index lacked (%s)", bm25_dir)
-        info.bm25_dir = bm25_dir
-        return StoredFiles(info.vector_file, bm25_dir)
-    vector_file = f"{VECTOR_PREFIX}{build_id}.faiss"
-    store.save(index_dir / vector_file)
-    if info is None:
-        info = IndexInfoRow(id=1)
-        session.add(info)
-    info.model = spec
-    info.dimension = dim
-    info.normalized = True
-    info.vector_file = vector_file
-    info.bm25_dir = bm25_dir
-    info.passage_tokens = budget
-    info.overlap_tokens = config.overlap_tokens
-    info.built_at = now
-    info.build_seconds = time.perf_counter() - started
-    return StoredFiles(vector_file, bm25_dir)
-
-
-def _embed_with_progress(
-    model, texts: list[str], config: IndexConfig, progress: ProgressCallback | None
+def embed(
+    model, texts: list[str], batch_size: int, show_progress: bool, progress: ProgressCallback | None
 ) -> np.ndarray:
-    bar = tqdm(
-        total=len(texts),
-        unit="passage",
-        desc="embedding",
-        disable=not config.show_progress or not texts,
-        dynamic_ncols=True,
-    )
+    """Unit vectors for `texts`, with a tqdm bar in passages and an optional callback."""
+    bar = tqdm(total=len(texts), unit="passage", desc="embedding",
+               disable=not show_progress or not texts, dynamic_ncols=True)
     last = 0
 
     def step(done: int, total: int) -> None:
@@ -401,6 +154,159 @@ def _embed_with_progress(
             progress(done, total)
 
     try:
-        return encode_texts(model, texts, batch_size=config.batch_size, progress=step)
+        return encode_texts(model, texts, batch_size=batch_size, progress=step)
     finally:
         bar.close()
+
+
+def _read(config: IndexConfig, report: BuildReport) -> list[Document]:
+    def on_issue(issue: InputIssue) -> None:
+        if config.strict:
+            raise BadInputError(f"{issue} (--strict turns skipped input into an error)")
+        logger.warning("skipped %s", issue)
+        report.issues.append(issue)
+
+    documents = list(
+        read_documents(
+            config.source,
+            on_issue=on_issue,
+            csv_columns=(config.csv_id_column, config.csv_title_column, config.csv_text_column),
+            max_document_chars=config.max_document_chars,
+        )
+    )
+    if not documents and not report.issues:
+        raise BadInputError(
+            f"No documents found in {config.source}. Supported inputs: a folder of .txt/.md "
+            "files, a .jsonl with a 'text' field, a .csv with a text column, or a BEIR folder."
+        )
+    return documents
+
+
+def _count(report: BuildReport, changes: Plan) -> None:
+    report.documents_added = len(changes.add)
+    report.documents_updated = len(changes.change)
+    report.documents_removed = len(changes.remove)
+    report.documents_unchanged = len(changes.unchanged)
+    for moved in changes.moved:
+        logger.warning("%s", moved)
+        report.warnings.append(str(moved))
+
+
+def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -> BuildReport:
+    """Bring the index in `config.index_dir` in line with `config.source`; return what changed.
+
+    The source is read before the index folder is touched, so a missing or empty source
+    fails harmlessly.
+    """
+    started = time.perf_counter()
+    spec = ModelSpec.resolve(config.model)
+    report = BuildReport(index_dir=config.index_dir, model=spec.id)
+    documents = _read(config, report)
+    origin = str(config.source.resolve())
+    model = load_bi_encoder(spec)
+    meta = BuildMeta(spec, embedding_dimension(model), passage_budget(config, model),
+                     config.overlap_tokens, config.embed_titles, started)
+    index = Index.create(config.index_dir, config.db_url)
+    try:
+        with index.build(rebuild=config.rebuild) as tx:
+            tx.check_compatible(meta)  # before minutes of embedding, not after
+            changes = plan(tx.stored_documents(), documents, origin, prune=config.prune)
+            _count(report, changes)
+            docs = changes.to_embed
+            spans = chunk_documents(docs, model, meta.passage_tokens, meta.overlap_tokens,
+                                    config.show_progress)
+            texts = embedding_inputs(docs, spans, model, config.embed_titles)
+            vectors = embed(model, texts, config.batch_size, config.show_progress, progress)
+            result = tx.commit(changes, origin, spans, vectors, meta)
+    finally:
+        index.close()
+    report.passages_embedded = len(texts)
+    report.passages_removed = result.passages_removed
+    report.total_documents = result.documents
+    report.total_passages = result.passages
+    report.bm25_seconds = result.bm25_seconds
+    report.seconds = time.perf_counter() - started
+    logger.debug("build finished: %s", report.summary())
+    return report
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    index_dir: Path
+    vectors_reembedded: int
+    bm25_rebuilt: bool
+    problems: list[str]
+
+    def summary(self) -> str:
+        if not self.problems:
+            return f"{self.index_dir}: nothing to repair; the vectors and BM25 match the stored rows."
+        done = [f"re-embedded {self.vectors_reembedded} passages"] if self.vectors_reembedded else []
+        done += ["rebuilt BM25"] if self.bm25_rebuilt else []
+        return f"{self.index_dir}: found {'; '.join(self.problems)}; {', '.join(done)}."
+
+
+def repair_index(
+    index_dir: Path | str,
+    db_url: str | None = None,
+    reembed: bool = False,
+    batch_size: int = 64,
+    show_progress: bool = True,
+) -> RepairReport:
+    """Rebuild damaged or missing derived files from the SQL rows, which hold every passage.
+
+    BM25 is always rebuilt when the commit writes; the vectors are re-embedded only when
+    their file is damaged, or when `reembed` asks (the model's files changed: the message
+    that refuses such an index says to pass it).
+    """
+    started = time.perf_counter()
+    index = Index.create(index_dir, db_url)
+    problems: list[str] = []
+    try:
+        with index.build() as tx:
+            info = tx.info
+            if info is None:
+                raise IndexNotFoundError(
+                    f"No committed index in {index.index_dir} to repair. Build one with: "
+                    f"python -m indexer build --source PATH --index {index.index_dir}"
+                )
+            spec = ModelSpec.resolve(info.model)
+            if spec.fingerprint() != info.model_fingerprint:
+                if not reembed:
+                    raise IndexMismatchError(
+                        f"The model files in {spec.path} changed since the index was built. Pass "
+                        f"--reembed to re-embed every stored passage with the model now there: "
+                        f"{repair_command(index.index_dir)} --reembed"
+                    )
+                problems.append("the model's files changed")
+            vectors: VectorStore | None
+            try:
+                vectors = tx.committed_vectors()
+            except (IndexUnreadableError, FileNotFoundError) as err:
+                problems.append(f"damaged vectors ({err})".split(" Its text is safe")[0])
+                vectors = None
+            if not tx.committed_bm25_ok():
+                problems.append("a damaged or missing BM25 folder")
+            if reembed and "the model's files changed" not in problems:
+                problems.append("re-embedding asked for")
+            if not problems:
+                tx.result = (info.vector_file, info.bm25_dir)
+                return RepairReport(index.index_dir, 0, False, [])
+            model = load_bi_encoder(spec)
+            meta = BuildMeta(spec, embedding_dimension(model), info.passage_tokens,
+                             info.overlap_tokens, info.embed_titles, started)
+            reembedded = 0
+            if vectors is None or reembed:
+                vectors = VectorStore.create(meta.dimension)
+                bar = tqdm(total=info.passages, unit="passage", desc="re-embedding",
+                           disable=not show_progress, dynamic_ncols=True)
+                for ids, titles, texts in tx.stored_passages():
+                    inputs = [passage_text(embedded_title(t, model) if info.embed_titles else "", x)
+                              for t, x in zip(titles, texts, strict=True)]
+                    vectors.add(ids, encode_texts(model, inputs, batch_size=batch_size))
+                    reembedded += len(ids)
+                    bar.update(len(ids))
+                bar.close()
+            tx.replace_vectors(vectors, meta)
+    finally:
+        index.close()
+    return RepairReport(index.index_dir, reembedded, True, problems)

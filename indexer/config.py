@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexer.documents import DEFAULT_MAX_DOCUMENT_CHARS
+
 
 @dataclass(frozen=True)
 class IndexConfig:
@@ -32,10 +34,16 @@ class IndexConfig:
     csv_title_column: str = "title"
     csv_text_column: str = "text"
     show_progress: bool = True
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source", Path(self.source))
         object.__setattr__(self, "index_dir", Path(self.index_dir))
+        if self.max_document_chars is not None and self.max_document_chars < 1:
+            raise ValueError(
+                f"max_document_chars ({self.max_document_chars}) must be at least 1, or None for "
+                "no limit."
+            )
         if self.batch_size < 1:
             raise ValueError(f"batch_size ({self.batch_size}) must be at least 1.")
         if self.overlap_tokens < 0:

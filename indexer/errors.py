@@ -1,4 +1,4 @@
-"""Errors the indexer raises for bad input or an index that cannot take the build."""
+"""Errors of the indexer and of an index folder; each message says what is wrong and how to fix it."""
 
 from __future__ import annotations
 
@@ -12,8 +12,16 @@ class BadInputError(IndexerError, ValueError):
 
 
 class IndexMismatchError(IndexerError, ValueError):
-    """The existing index was built with another model or dimension."""
+    """The index was built with another model, dimension or format, or belongs to another folder."""
 
 
 class IndexBusyError(IndexerError, RuntimeError):
-    """Another build holds the index folder's lock."""
+    """Another build holds the index's lock (the folder's, or the database's)."""
+
+
+class IndexNotFoundError(IndexerError, FileNotFoundError):
+    """No committed index in the folder."""
+
+
+class IndexUnreadableError(IndexerError, RuntimeError):
+    """The index exists but a part it needs is missing or damaged; the message gives the repair."""

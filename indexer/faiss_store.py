@@ -67,6 +67,10 @@ class VectorStore:
         index = faiss.read_index(str(path))
         return cls(to_gpu_if_available(index) if use_gpu else index)
 
+    def on_gpu(self) -> VectorStore:
+        """This store on all visible GPUs; itself on a CPU-only build."""
+        return VectorStore(to_gpu_if_available(self._index))
+
     @property
     def dim(self) -> int:
         return int(self._index.d)

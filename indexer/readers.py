@@ -7,13 +7,24 @@ with its file and line and skipped. The caller decides whether an issue is fatal
 
 from __future__ import annotations
 
+import codecs
 import csv
+import errno
+import io
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from indexer.documents import Document, InputIssue
+from indexer.documents import (
+    DEFAULT_MAX_DOCUMENT_CHARS,
+    Document,
+    InputIssue,
+    document_too_long,
+    validate_document,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +32,18 @@ TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".jsonl", ".csv")
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES + RECORD_SUFFIXES
 _SNIFF_BYTES = 8192
+# The csv module refuses fields over 128 KiB by default; a document's size is limited
+# by `max_document_chars` instead, with a message that says how to raise it.
+_CSV_FIELD_LIMIT = 2**31 - 1
+
+# UTF-32 first: its little-endian BOM begins with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+)
 
 IssueHandler = Callable[[InputIssue], None]
 
@@ -29,19 +52,36 @@ def _log_issue(issue: InputIssue) -> None:
     logger.warning("skipped %s", issue)
 
 
-def _decode(path: Path, raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
-    if b"\x00" in raw[:_SNIFF_BYTES]:
-        on_issue(InputIssue(label, None, "binary file (it holds NUL bytes); only text is indexed"))
+def _looks_like_utf16(head: bytes) -> bool:
+    """NUL bytes in nearly every other position: ASCII-range text saved as UTF-16 without a BOM."""
+    even, odd = head[0::2], head[1::2]
+    if not even or not odd:
+        return False
+    even_nul, odd_nul = even.count(0) / len(even), odd.count(0) / len(odd)
+    return max(even_nul, odd_nul) >= 0.5 and min(even_nul, odd_nul) <= 0.05
+
+
+def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
+    """Text of a file in UTF-8, or UTF-16/UTF-32 with a byte-order mark."""
+    bom, encoding, name = next(
+        ((bom, enc, name) for bom, enc, name in _BOMS if raw.startswith(bom)), (b"", "utf-8", "UTF-8")
+    )
+    if not bom and b"\x00" in raw[:_SNIFF_BYTES]:
+        problem = "binary file (it holds NUL bytes); only text is indexed"
+        if _looks_like_utf16(raw[:_SNIFF_BYTES]):
+            problem += "; if this is UTF-16, re-save as UTF-8"
+        on_issue(InputIssue(label, None, problem))
         return None
+    body = memoryview(raw)[len(bom) :]
     try:
-        return raw.decode("utf-8-sig")
+        return codecs.decode(body, encoding)
     except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
+        line = codecs.decode(body[: err.start], encoding, errors="replace").count("\n") + 1
         on_issue(
             InputIssue(
                 label,
                 line,
-                f"invalid UTF-8 at byte {err.start}; re-save the file as UTF-8",
+                f"invalid {name} at byte {len(bom) + err.start}; re-save the file as UTF-8",
             )
         )
         return None
@@ -53,19 +93,53 @@ def _read_text(path: Path, label: str, on_issue: IssueHandler) -> str | None:
     except OSError as err:
         on_issue(InputIssue(label, None, f"unreadable ({err.strerror or err})"))
         return None
-    return _decode(path, raw, on_issue, label)
+    return _decode(raw, on_issue, label)
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) split on "\\n" only, a trailing "\\r" dropped.
+
+    `str.splitlines` also splits on U+2028, U+0085, \\x1c and others, which may stand
+    unescaped inside a valid JSON string; it would also copy the whole text at once.
+    """
+    start, line_no = 0, 1
+    while start <= len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        line = text[start:end]
+        yield line_no, line[:-1] if line.endswith("\r") else line
+        start, line_no = end + 1, line_no + 1
 
 
 def _title_from_text(text: str, fallback: str) -> str:
     """A Markdown file's first heading, else the file name."""
-    for line in text.splitlines()[:20]:
+    for line_no, line in _lines(text):
+        if line_no > 20:
+            break
         stripped = line.strip()
         if stripped.startswith("#"):
             return stripped.lstrip("#").strip() or fallback
     return fallback
 
 
-def read_text_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
+def read_text_file(
+    path: Path,
+    label: str,
+    on_issue: IssueHandler,
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> Iterator[Document]:
+    if max_document_chars is not None:
+        # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
+        # larger file is refused without reading it into memory.
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # reading it reports why it is unreadable
+        if size > 4 * max_document_chars + 4:
+            size_text = f"{size:,} bytes (at least {(size - 4) // 4:,} characters)"
+            on_issue(InputIssue(label, None, document_too_long(size_text, max_document_chars)))
+            return
     text = _read_text(path, label, on_issue)
     if text is None:
         return
@@ -76,12 +150,50 @@ def read_text_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[D
     yield Document(doc_id=label, title=title, text=text, source=label)
 
 
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _record_id(row: dict[str, Any], label: str, line_no: int) -> tuple[str | None, str | None]:
+    """(id, None) for a usable id, else (None, problem); a record without one is named by its line.
+
+    Only strings and integers are ids: `str()` of true, 1.5 or a list would silently make
+    an id ("True", "1.5", "['a']") that the user never wrote.
+    """
+    key = "id" if "id" in row else "_id" if "_id" in row else None
+    if key is None:
+        return f"{label}#L{line_no}", None
+    raw = row[key]
+    if isinstance(raw, str):
+        return raw, None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw), None
+    shown = json.dumps(raw)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    example = shown if isinstance(raw, bool | float) else "doc-1"
+    return None, (
+        f"'{key}' is {_json_kind(raw)} ({shown}); an id must be a string or an integer: "
+        f'write it as a string, e.g. "{key}": "{example}", or leave \'{key}\' out to name '
+        "the record by its line"
+    )
+
+
 def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
     """Lines of {id, title, text, ...}; BEIR's `_id` works as the id, other fields become metadata."""
     text = _read_text(path, label, on_issue)
     if text is None:
         return
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in _lines(text):
         if not line.strip():
             continue
         try:
@@ -89,21 +201,33 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
         except json.JSONDecodeError as err:
             on_issue(InputIssue(label, line_no, f"malformed JSON ({err.msg})"))
             continue
+        except (ValueError, RecursionError) as err:  # a 5,000-digit number, or nesting too deep
+            on_issue(InputIssue(label, line_no, f"malformed JSON ({err})"))
+            continue
         if not isinstance(row, dict):
             on_issue(InputIssue(label, line_no, "a JSON line must be an object with a 'text' field"))
             continue
         body = row.get("text")
-        if not isinstance(body, str) or not body.strip():
+        if body is not None and not isinstance(body, str):
+            on_issue(
+                InputIssue(label, line_no, f"'text' is {_json_kind(body)}; it must be a string")
+            )
+            continue
+        if not body or not body.strip():
             on_issue(InputIssue(label, line_no, "empty document (no 'text' field or it is blank)"))
             continue
-        raw_id = row.get("id", row.get("_id"))
-        doc_id = str(raw_id) if raw_id is not None else f"{label}#L{line_no}"
+        doc_id, problem = _record_id(row, label, line_no)
+        if doc_id is None:
+            on_issue(InputIssue(label, line_no, problem or "unusable id"))
+            continue
         title = str(row.get("title") or "")
         metadata = {k: v for k, v in row.items() if k not in ("id", "_id", "title", "text")}
         nested = metadata.pop("metadata", None)
         if isinstance(nested, dict):
             metadata.update(nested)
-        yield Document(doc_id=doc_id, title=title, text=body, source=label, metadata=metadata)
+        yield Document(
+            doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=line_no
+        )
 
 
 def read_csv_file(
@@ -114,11 +238,20 @@ def read_csv_file(
     title_column: str = "title",
     text_column: str = "text",
 ) -> Iterator[Document]:
+    """Rows under a header line; a quoted field keeps its newlines, and an issue names the
+    line where its record starts."""
     text = _read_text(path, label, on_issue)
     if text is None:
         return
-    reader = csv.DictReader(text.splitlines())
-    columns = reader.fieldnames or []
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+    # newline="" hands the csv module the line endings untouched, as its docs require,
+    # so a quoted field spanning lines keeps them.
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        columns = next(reader, [])
+    except csv.Error as err:
+        on_issue(InputIssue(label, 1, f"malformed CSV header ({err})"))
+        return
     if text_column not in columns:
         on_issue(
             InputIssue(
@@ -129,7 +262,31 @@ def read_csv_file(
             )
         )
         return
-    for row_no, row in enumerate(reader, start=2):
+    last_line = reader.line_num
+    while True:
+        row_no = last_line + 1
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            on_issue(InputIssue(label, row_no, f"malformed CSV ({err}); the rest of the file is skipped"))
+            return
+        last_line = reader.line_num
+        if not values:
+            continue
+        if len(values) > len(columns) and any(v.strip() for v in values[len(columns) :]):
+            on_issue(
+                InputIssue(
+                    label,
+                    row_no,
+                    f"row has {len(values)} fields but the header has {len(columns)}; "
+                    'put a field that holds commas in double quotes ("...")',
+                )
+            )
+            continue
+        row: dict[str, str | None] = dict.fromkeys(columns)
+        row.update(zip(columns, values, strict=False))
         body = row.get(text_column) or ""
         if not body.strip():
             on_issue(InputIssue(label, row_no, f"empty document (column '{text_column}' is blank)"))
@@ -140,15 +297,53 @@ def read_csv_file(
         metadata = {
             k: v for k, v in row.items() if k not in (id_column, title_column, text_column) and k
         }
-        yield Document(doc_id=doc_id, title=title, text=body, source=label, metadata=metadata)
+        yield Document(
+            doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=row_no
+        )
 
 
 def _is_beir_folder(folder: Path) -> bool:
     return (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file()
 
 
-def list_source_files(source: Path) -> list[Path]:
-    """The files a source stands for; a BEIR folder stands for its corpus.jsonl only."""
+def _follow_symlink(link: Path, label: str, root_real: Path) -> tuple[Path | None, str | None]:
+    """(the file a symlink stands for, None), or (None, why it is skipped) or (None, None)
+    for a link to a folder inside the source, whose files are read where they lie."""
+    try:
+        target = Path(os.path.realpath(link, strict=True))
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return None, (
+                f"symlink loop ({label} -> {os.readlink(link)} never reaches a file); "
+                "fix or remove the link"
+            )
+        return None, f"broken symlink (its target {os.readlink(link)} does not exist); fix or remove the link"
+    if target.is_dir() and Path(os.path.realpath(link.parent)).is_relative_to(target):
+        return None, f"symlink loop ({label} -> {target}, a folder that holds the link); not followed"
+    if not target.is_relative_to(root_real):
+        what = "folder" if target.is_dir() else "file"
+        fix = (
+            "copy the file into the folder, or index its folder directly"
+            if what == "file"
+            else "copy the folder into the source, or index it directly"
+        )
+        return None, f"symlink to {target}, a {what} outside the source folder; not followed: {fix}"
+    if target.is_dir():
+        return None, None
+    if not target.is_file():
+        return None, f"symlink to {target}, which is not a regular file (a pipe, socket or device)"
+    return target, None
+
+
+def list_source_files(source: Path, on_issue: IssueHandler = _log_issue) -> list[Path]:
+    """The files a source stands for; a BEIR folder stands for its corpus.jsonl only.
+
+    A folder is walked without following links to folders (their files inside the source
+    are read where they lie). A symlink that loops, is broken or leads outside the source is
+    reported and skipped: indexing a file from elsewhere without saying so would surprise.
+    Hidden files are skipped.
+    """
+    source = Path(source)
     if not source.exists():
         raise FileNotFoundError(
             f"Source {source} does not exist. Pass a folder of .txt/.md files, a .jsonl, "
@@ -158,23 +353,65 @@ def list_source_files(source: Path) -> list[Path]:
         return [source]
     if _is_beir_folder(source):
         return [source / "corpus.jsonl"]
-    return sorted(p for p in source.rglob("*") if p.is_file() and not p.name.startswith("."))
+    root_real = Path(os.path.realpath(source))
+    files: list[Path] = []
+    folders = [source]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as err:
+            label = folder.relative_to(source).as_posix()
+            on_issue(InputIssue(label, None, f"unreadable folder ({err.strerror or err})"))
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            label = path.relative_to(source).as_posix()
+            if entry.is_symlink():
+                if entry.name.startswith("."):
+                    continue
+                target, problem = _follow_symlink(path, label, root_real)
+                if problem:
+                    on_issue(InputIssue(label, None, problem))
+                if target is not None:
+                    files.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                folders.append(path)
+            elif entry.name.startswith("."):
+                continue
+            elif entry.is_file(follow_symlinks=False):
+                files.append(path)
+            else:
+                on_issue(InputIssue(label, None, "not a regular file (a pipe, socket or device)"))
+    return sorted(files)
 
 
 def read_documents(
     source: Path,
     on_issue: IssueHandler = _log_issue,
     csv_columns: tuple[str, str, str] = ("id", "title", "text"),
+    *,
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
-    """Yield every usable document under `source`, reporting the rest through `on_issue`."""
+    """Yield every usable document under `source`, reporting the rest through `on_issue`.
+
+    Each document passes `validate_document` (the same rules on every database) and
+    `max_document_chars` (None: no limit). Ids are unique within one read: the first
+    occurrence wins, and a later one is skipped with an issue naming both places.
+    """
+    if max_document_chars is not None and max_document_chars < 1:
+        raise ValueError(
+            f"max_document_chars ({max_document_chars}) must be at least 1, or None for no limit."
+        )
     source = Path(source)
     root = source if source.is_dir() else source.parent
     seen: dict[str, str] = {}
-    for path in list_source_files(source):
+    for path in list_source_files(source, on_issue):
         label = path.relative_to(root).as_posix() if source.is_dir() else path.name
         suffix = path.suffix.lower()
         if suffix in TEXT_SUFFIXES:
-            docs = read_text_file(path, label, on_issue)
+            docs = read_text_file(path, label, on_issue, max_document_chars)
         elif suffix == ".jsonl":
             docs = read_jsonl_file(path, label, on_issue)
         elif suffix == ".csv":
@@ -190,15 +427,19 @@ def read_documents(
             )
             continue
         for doc in docs:
+            problem = validate_document(doc, max_document_chars)
+            if problem:
+                on_issue(InputIssue(label, doc.line, problem))
+                continue
             if doc.doc_id in seen:
                 on_issue(
                     InputIssue(
                         label,
-                        None,
-                        f"duplicate document id '{doc.doc_id}' (first seen in {seen[doc.doc_id]}); "
+                        doc.line,
+                        f"duplicate document id '{doc.doc_id}' (first seen at {seen[doc.doc_id]}); "
                         "kept the first",
                     )
                 )
                 continue
-            seen[doc.doc_id] = label
+            seen[doc.doc_id] = doc.location
             yield doc

@@ -1,79 +1,54 @@
-"""Where an index's SQL rows live and how to reach them.
+"""Where an index's rows live and the queries an `Index` runs on them.
 
-The index folder holds a small manifest (`index.json`) naming its database, so
-`Searcher(index_dir)` finds the rows of an index built on PostgreSQL as well as
-the default SQLite file inside the folder. Passwords are never written there:
-pass `db_url` (or set SEMSEARCH_DB) to open such an index.
+Only `indexer.index` and the build use this module; search, the UI and the
+app reach rows through `Index`.
+
+Transactions: SQLite connections run with the driver's own transaction
+handling off, and every transaction starts with an explicit BEGIN, so that a
+build can start with BEGIN IMMEDIATE and hold SQLite's write lock from its
+first read to its commit (SQLAlchemy's documented recipe for pysqlite).
+On PostgreSQL a build holds a transaction-level advisory lock instead.
 """
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, inspect, select, text
+from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
-from indexer.schema import Base, DocumentRow, IndexInfoRow, PassageRow
+from indexer.errors import IndexBusyError
+from indexer.layout import SQLITE_FILE
+from indexer.schema import SCHEMA_FORMAT, Base, DocumentRow, IndexInfoRow, PassageRow
 
-MANIFEST = "index.json"
-SQLITE_FILE = "store.sqlite"
+# Seconds a build waits for SQLite's write lock before reporting that another build holds it.
+SQLITE_LOCK_WAIT_S = 2.0
+_ID_CHUNK = 30_000  # bound the parameters of one IN (...) clause
 
 
 def default_db_url(index_dir: Path) -> str:
     return f"sqlite:///{(Path(index_dir) / SQLITE_FILE).resolve()}"
 
 
-def manifest_path(index_dir: Path) -> Path:
-    return Path(index_dir) / MANIFEST
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
 
 
-def read_manifest(index_dir: Path) -> dict | None:
-    path = manifest_path(index_dir)
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text())
+def shown_url(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
 
 
-def write_manifest(index_dir: Path, db_url: str | None) -> None:
-    shown = None if db_url is None else make_url(db_url).render_as_string(hide_password=True)
-    payload = {"format": 1, "db_url": shown, "has_password": bool(db_url and make_url(db_url).password)}
-    tmp = manifest_path(index_dir).with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    tmp.replace(manifest_path(index_dir))
+def env_db_url() -> str | None:
+    return os.environ.get("SEMSEARCH_DB") or None
 
 
-def resolve_db_url(index_dir: Path, db_url: str | None) -> str:
-    """The URL given, else SEMSEARCH_DB, else the manifest's, else SQLite in the folder."""
-    if db_url:
-        return db_url
-    env = os.environ.get("SEMSEARCH_DB")
-    if env:
-        return env
-    manifest = read_manifest(index_dir)
-    if manifest and manifest.get("db_url"):
-        if manifest.get("has_password"):
-            raise ValueError(
-                f"The index in {index_dir} keeps its rows in {manifest['db_url']}, whose password "
-                "is not stored. Pass db_url=... (or --db, or set SEMSEARCH_DB)."
-            )
-        return manifest["db_url"]
-    return default_db_url(index_dir)
-
-
-def _enable_sqlite_foreign_keys(dbapi_connection, _record) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.close()
-
-
-def make_engine(url: str) -> Engine:
-    """An engine for any SQLAlchemy URL; SQLite gets foreign keys and WAL for concurrent readers."""
+def make_engine(url: str, for_build: bool = False) -> Engine:
+    """An engine for any SQLAlchemy URL. SQLite gets WAL (readers never wait for a build),
+    foreign keys, and BEGIN IMMEDIATE for builds."""
     try:
         parsed = make_url(url)
     except ArgumentError as err:
@@ -81,94 +56,134 @@ def make_engine(url: str) -> Engine:
             f"Cannot parse database URL {url!r}. Use a SQLAlchemy URL such as "
             "sqlite:///path/store.sqlite or postgresql+psycopg://user@host:5432/dbname."
         ) from err
-    if parsed.get_backend_name() == "sqlite":
-        engine = create_engine(url, connect_args={"check_same_thread": False})
-        event.listen(engine, "connect", _enable_sqlite_foreign_keys)
-        return engine
-    return create_engine(url, pool_pre_ping=True)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    timeout = SQLITE_LOCK_WAIT_S if for_build else 30.0
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": timeout})
+    begin = "BEGIN IMMEDIATE" if for_build else "BEGIN"
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn) -> None:
+        conn.exec_driver_sql(begin)
+
+    return engine
 
 
-def create_schema(engine: Engine) -> None:
-    Base.metadata.create_all(engine)
-    add_missing_columns(engine)
+def lock_database(conn: Connection, url: str) -> None:
+    """Hold the database's build lock until the transaction ends; IndexBusyError if taken.
 
-
-def add_missing_columns(engine: Engine) -> None:
-    """Add nullable columns that newer versions put on existing tables (only `bm25_dir` so far).
-
-    `create_all` creates missing tables but never alters existing ones; an index
-    built before BM25 existed would otherwise fail on its first incremental build.
+    SQLite: BEGIN IMMEDIATE already holds the write lock (see `make_engine`). PostgreSQL: a
+    transaction-level advisory lock keyed by the schema, released when the build's
+    transaction or connection ends, so a killed build never leaves it behind.
     """
-    inspector = inspect(engine)
-    for table in Base.metadata.sorted_tables:
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name in present:
-                continue
-            if not column.nullable:
-                raise RuntimeError(
-                    f"Table {table.name} lacks the required column {column.name}; "
-                    "rebuild the index with --rebuild."
-                )
-            kind = column.type.compile(dialect=engine.dialect)
-            with engine.begin() as conn:
-                conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}'))
+    if is_sqlite(url):
+        return
+    got = conn.execute(
+        text("SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.semsearch_build'))")
+    ).scalar()
+    if not got:
+        raise IndexBusyError(
+            f"Another build is writing the index tables in {shown_url(url)} (it holds their "
+            "PostgreSQL advisory lock). Wait for it to finish and run this build again; the lock "
+            "is released when that build ends, so there is nothing to remove."
+        )
 
 
-def index_info(session: Session) -> IndexInfoRow | None:
-    return session.get(IndexInfoRow, 1)
+def is_locked_error(err: OperationalError) -> bool:
+    return "database is locked" in str(err.orig) or "database is busy" in str(err.orig)
 
 
-def bm25_dir_of(session: Session) -> str | None:
-    """The BM25 folder the committed rows point at; None for an index built before BM25.
-
-    Such an index's info table may lack the column entirely until its next build.
-    """
-    try:
-        return session.scalar(select(IndexInfoRow.bm25_dir).where(IndexInfoRow.id == 1))
-    except (OperationalError, ProgrammingError):
-        session.rollback()
-        return None
-
-
-def count_documents(session: Session) -> int:
-    return int(session.scalar(select(func.count()).select_from(DocumentRow)) or 0)
-
-
-def count_passages(session: Session) -> int:
-    return int(session.scalar(select(func.count()).select_from(PassageRow)) or 0)
-
-
-def passage_documents(session: Session, ids: list[int]) -> dict[int, int]:
-    """Passage id -> document id, for grouping candidates by document before loading any text."""
-    if not ids:
-        return {}
-    rows = session.execute(
-        select(PassageRow.id, PassageRow.document_id).where(PassageRow.id.in_(ids))
+def is_damaged_error(err: DatabaseError) -> bool:
+    message = str(err.orig).lower()
+    return any(
+        phrase in message
+        for phrase in ("file is not a database", "malformed", "disk image", "file is encrypted")
     )
-    return {pid: did for pid, did in rows}
 
 
-def passage_details(session: Session, ids: list[int]) -> dict[int, Any]:
+def schema_state(conn: Connection) -> str:
+    """'missing' (no index tables), 'old' (tables of an earlier format) or 'current'."""
+    inspector = inspect(conn)
+    if not inspector.has_table(IndexInfoRow.__tablename__):
+        return "missing"
+    columns = {column["name"] for column in inspector.get_columns(IndexInfoRow.__tablename__)}
+    if "format" not in columns:
+        return "old"
+    stored = conn.execute(select(IndexInfoRow.format).where(IndexInfoRow.id == 1)).scalar()
+    return "current" if stored in (None, SCHEMA_FORMAT) else "old"
+
+
+def create_schema(conn: Connection) -> None:
+    Base.metadata.create_all(conn)
+
+
+def drop_schema(conn: Connection) -> None:
+    Base.metadata.drop_all(conn)
+
+
+def read_info(conn: Connection) -> IndexInfoRow | None:
+    row = conn.execute(select(IndexInfoRow.__table__).where(IndexInfoRow.id == 1)).mappings().first()
+    return IndexInfoRow(**row) if row is not None else None
+
+
+def read_build_id(conn: Connection) -> str | None:
+    return conn.execute(select(IndexInfoRow.build_id).where(IndexInfoRow.id == 1)).scalar()
+
+
+def count_documents(conn: Connection) -> int:
+    return int(conn.scalar(select(func.count()).select_from(DocumentRow)) or 0)
+
+
+def count_passages(conn: Connection) -> int:
+    return int(conn.scalar(select(func.count()).select_from(PassageRow)) or 0)
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
+    ids = [int(i) for i in ids]
+    for begin in range(0, len(ids), _ID_CHUNK):
+        yield ids[begin : begin + _ID_CHUNK]
+
+
+def passage_documents(conn: Connection, ids: Sequence[int]) -> dict[int, int]:
+    """Passage id -> document row id, for grouping candidates by document before loading text."""
+    out: dict[int, int] = {}
+    for chunk in _chunks(ids):
+        rows = conn.execute(
+            select(PassageRow.id, PassageRow.document_id).where(PassageRow.id.in_(chunk))
+        )
+        out.update({pid: did for pid, did in rows})
+    return out
+
+
+def passage_details(conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
     """Passage id -> row of (text, offsets, document key, title, metadata, source), one query.
 
     Plain rows rather than ORM objects, and only for the passages that become
     hits: building a hundred ORM objects per query cost more than the search.
     """
-    if not ids:
-        return {}
-    rows = session.execute(
-        select(
-            PassageRow.id,
-            PassageRow.text,
-            PassageRow.start_char,
-            PassageRow.end_char,
-            DocumentRow.doc_key,
-            DocumentRow.title,
-            DocumentRow.meta,
-            DocumentRow.source,
+    out: dict[int, Any] = {}
+    for chunk in _chunks(ids):
+        rows = conn.execute(
+            select(
+                PassageRow.id,
+                PassageRow.text,
+                PassageRow.start_char,
+                PassageRow.end_char,
+                DocumentRow.doc_key,
+                DocumentRow.title,
+                DocumentRow.meta.label("meta"),
+                DocumentRow.source,
+            )
+            .join(DocumentRow, PassageRow.document_id == DocumentRow.id)
+            .where(PassageRow.id.in_(chunk))
         )
-        .join(DocumentRow, PassageRow.document_id == DocumentRow.id)
-        .where(PassageRow.id.in_(ids))
-    )
-    return {row.id: row for row in rows}
+        out.update({row.id: row for row in rows})
+    return out

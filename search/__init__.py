@@ -1,6 +1,6 @@
 """Query time: dense, BM25 and hybrid retrieval, reranking, and the similarity API."""
 
-from search.config import MODES, SearchConfig
+from search.config import MAX_K, MODES, SearchConfig
 from search.errors import (
     EmptyQueryError,
     IndexNotFoundError,
@@ -10,11 +10,12 @@ from search.errors import (
 )
 from search.fusion import reciprocal_rank_fusion
 from search.hits import Hit, SearchResult, StageTimings
-from search.rerank import CrossEncoderReranker
-from search.searcher import IndexStats, Searcher
+from search.rerank import CrossEncoderReranker, RerankerChoice, resolve_reranker
+from search.searcher import IndexStats, Searcher  # IndexStats is indexer.index.IndexStats
 from search.similarity import Pair, similarity, similarity_matrix, top_pairs
 
 __all__ = [
+    "MAX_K",
     "MODES",
     "CrossEncoderReranker",
     "EmptyQueryError",
@@ -24,12 +25,14 @@ __all__ = [
     "IndexUnreadableError",
     "Pair",
     "QueryTruncatedWarning",
+    "RerankerChoice",
     "SearchConfig",
     "SearchError",
     "SearchResult",
     "Searcher",
     "StageTimings",
     "reciprocal_rank_fusion",
+    "resolve_reranker",
     "similarity",
     "similarity_matrix",
     "top_pairs",

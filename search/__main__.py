@@ -2,7 +2,8 @@
 [--rerank-model PATH] [--candidates N]`.
 
 Reranking uses --rerank-model, else the reranker shipped in models/reranker; without
---rerank or --no-rerank it is on when a model is named or the shipped one is on by default.
+--rerank or --no-rerank it is on when a model is named or the shipped one is on by default
+(`search.rerank.resolve_reranker`, the rule the app and the eval follow too).
 """
 
 from __future__ import annotations
@@ -13,24 +14,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from search.config import MODES, SHIPPED_RERANKER, shipped_reranker
+from indexer.errors import IndexerError
+from search.config import MODES
 from search.errors import SearchError
-from search.rerank import CrossEncoderReranker, load_rerank_config
+from search.rerank import resolve_reranker
 from search.searcher import Searcher
-
-
-def resolve_reranker(rerank: bool | None, model: str | None) -> tuple[CrossEncoderReranker | None, bool]:
-    """The reranker to load and whether to use it, from --rerank/--no-rerank and --rerank-model."""
-    if rerank is False:
-        return None, False
-    path = model or shipped_reranker()
-    if path is None:
-        if rerank:
-            raise ValueError(f"--rerank needs a reranker: pass --rerank-model PATH ({SHIPPED_RERANKER} is missing).")
-        return None, False
-    config = load_rerank_config(path)
-    use = bool(rerank or model or config.enabled_by_default)
-    return (CrossEncoderReranker(path, config) if use else None), use
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,19 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                         help="rescore the top --candidates documents with the cross-encoder")
     parser.add_argument("--rerank-model", default=None, metavar="PATH",
-                        help="CrossEncoder folder to rerank with (default: the shipped models/reranker)")
+                        help="CrossEncoder folder to rerank with (default: the shipped models/reranker; "
+                        "'none' for no reranker)")
     parser.add_argument("--candidates", type=int, default=None,
                         help="documents passed to the reranker (default 50)")
     parser.add_argument("--db", default=None, help="SQLAlchemy URL, when the index keeps rows elsewhere")
     parser.add_argument("--json", action="store_true", help="one JSON object per hit")
     args = parser.parse_args(argv)
     try:
-        reranker, rerank = resolve_reranker(args.rerank, args.rerank_model)
-        searcher = Searcher(args.index, db_url=args.db, reranker=reranker)
+        choice = resolve_reranker(args.rerank, args.rerank_model)
+        searcher = Searcher(args.index, db_url=args.db, reranker=choice.load() if choice.enabled else None)
         result = searcher.search_detailed(
-            args.query, k=args.k, mode=args.mode, rerank=rerank, candidates=args.candidates
+            args.query, k=args.k, mode=args.mode, rerank=choice.enabled, candidates=args.candidates
         )
-    except (SearchError, ValueError, OSError) as err:
+    except (IndexerError, SearchError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for rank, hit in enumerate(result.hits, start=1):

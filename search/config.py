@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
+from data.paths import PROJECT_ROOT
+
 MODES = ("dense", "bm25", "hybrid")
+# The most documents one search returns or reranks: past this, fetching and grouping passages
+# costs more than any page or metric uses (evaluation reads the top 100).
+MAX_K = 1000
 
 
 def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}.")
     return mode
+
+
+def check_count(name: str, value: object, maximum: int = MAX_K) -> int:
+    """`value` as an int in 1..maximum; a bool, float (2.5, nan, inf) or string is a TypeError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be a whole number between 1 and {maximum}, not {value!r} ({type(value).__name__})."
+        )
+    if not 1 <= value <= maximum:
+        raise ValueError(f"{name} ({value}) must be at least 1 and at most {maximum}.")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -21,6 +38,11 @@ class SearchConfig:
     Passages are grouped so each document appears once, with its best passage.
     `candidate_factor` × k passages are fetched first, doubling until k
     distinct documents are found or the retriever runs out.
+
+    `k` and `rerank_candidates` lie in 1..`MAX_K`. `auto_refresh` makes every
+    search (and `stats()`) first check, with one small SQL read, whether another
+    process committed a newer build, and load it, so the app, the API and the
+    CLI answer from the latest build.
 
     `mode` is the retriever used when a search names none: "hybrid", because on
     SciFact test it beat both parts (nDCG@10 0.716 against 0.660 dense and 0.679
@@ -36,21 +58,20 @@ class SearchConfig:
     mode: str = "hybrid"
     rerank_candidates: int = 50
     rrf_k: int = 60
+    auto_refresh: bool = True
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise ValueError(f"k ({self.k}) must be at least 1.")
+        check_count("k", self.k)
         if self.candidate_factor < 1:
             raise ValueError(f"candidate_factor ({self.candidate_factor}) must be at least 1.")
         check_mode(self.mode)
-        if self.rerank_candidates < 1:
-            raise ValueError(f"rerank_candidates ({self.rerank_candidates}) must be at least 1.")
+        check_count("rerank_candidates", self.rerank_candidates)
         if self.rrf_k < 0:
             raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
 
 
 # The reranker trained by bench/bench_rerank.py and committed with the app (models/reranker/README.md).
-SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
+SHIPPED_RERANKER = PROJECT_ROOT / "models" / "reranker"
 
 
 def shipped_reranker() -> Path | None:
@@ -69,8 +90,11 @@ class RerankConfig:
     int8 on the CPU (about twice as fast as float32 there).
     `retriever_weight` w fuses ranks: (1 - w) / (rrf_k + reranker rank) +
     w / (rrf_k + retriever rank); 0 keeps the reranker's order alone.
-    `enabled_by_default` says whether the app and the CLI rerank when the
-    user does not say: the shipped model sets it from its dev measurement.
+    `enabled_by_default` says whether the app, the CLI and the eval rerank with
+    the shipped model when the user does not say (`search.rerank.resolve_reranker`);
+    its rerank_config.json sets it from its dev measurement, and a model named
+    explicitly is used whatever it says. The default is off: a reranker has to
+    earn its place.
     """
 
     max_length: int = 128
@@ -78,7 +102,7 @@ class RerankConfig:
     quantize: bool = True
     retriever_weight: float = 0.0
     rrf_k: int = 60
-    enabled_by_default: bool = True
+    enabled_by_default: bool = False
 
     def __post_init__(self) -> None:
         if self.max_length < 8:

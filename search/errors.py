@@ -1,6 +1,19 @@
-"""Errors raised at query time; each message says what to do about it."""
+"""Errors raised at query time; each message says what to do about it.
+
+The errors of an index folder itself live in `indexer.errors` and are re-exported here.
+"""
 
 from __future__ import annotations
+
+from indexer.errors import IndexNotFoundError, IndexUnreadableError
+
+__all__ = [
+    "EmptyQueryError",
+    "IndexNotFoundError",
+    "IndexUnreadableError",
+    "QueryTruncatedWarning",
+    "SearchError",
+]
 
 
 class SearchError(Exception):
@@ -9,14 +22,6 @@ class SearchError(Exception):
 
 class EmptyQueryError(SearchError, ValueError):
     """The query is empty or only whitespace."""
-
-
-class IndexNotFoundError(SearchError, FileNotFoundError):
-    """No index has been built in the folder."""
-
-
-class IndexUnreadableError(SearchError):
-    """The index exists but a part it needs (model folder, vector file) is gone."""
 
 
 class QueryTruncatedWarning(UserWarning):

@@ -1,11 +1,13 @@
 """CLI: `python -m search.eval --beir DIR --index DIR [--split test] [--mode dense|bm25|hybrid]
-[--rerank | --rerank-model PATH] [--candidates N] [--build] [--json]`.
+[--rerank | --no-rerank] [--rerank-model PATH] [--candidates N] [--build] [--json]`.
 
 Evaluates the search pipeline on a BEIR-format dataset: nDCG@10, MRR@10,
-recall@100, and the latency of `Searcher.search` per query, end to end and per
-stage (encode the query, retrieve, rerank), as p50 and p95. When reranking, the
-retriever's top `candidates` documents (default 50) are reranked and the rest
-of the top 100 keep the retriever's order, so recall@100 is the retriever's.
+recall@100, and the latency of `Searcher.search_detailed` per query, end to end
+and per stage (encode the query, retrieve, rerank), as p50 and p95. Whether to
+rerank is decided as in the app and `python -m search` (`resolve_reranker`).
+When reranking, the retriever's top `candidates` documents (default 50) are
+reranked by the searcher itself and the rest of the top 100 keep the
+retriever's order (`keep_tail`), so recall@100 is the retriever's.
 """
 
 from __future__ import annotations
@@ -15,17 +17,17 @@ import json
 import logging
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from data.beir import load_beir_qrels, load_beir_queries
-from indexer import IndexConfig, build_index
+from indexer import IndexConfig, IndexerError, build_index
 from search.config import MODES, SHIPPED_RERANKER, RerankConfig, SearchConfig, check_mode
 from search.errors import SearchError
 from search.metrics import evaluate_rankings, percentile_ms
-from search.rerank import CrossEncoderReranker
+from search.rerank import resolve_reranker
 from search.searcher import Searcher
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ class EvalConfig:
     depth: int = 100
     show_progress: bool = True
     mode: str | None = None
+    rerank: bool | None = None
     rerank_model: str | None = None
     candidates: int | None = None
     rerank_config: RerankConfig | None = None
@@ -51,10 +54,6 @@ class EvalConfig:
             raise ValueError(f"depth ({self.depth}) must be at least 100 for recall@100.")
         if self.mode is not None:
             check_mode(self.mode)
-        if self.candidates is not None and self.rerank_model is None:
-            raise ValueError(
-                f"candidates ({self.candidates}) only matters when reranking; add --rerank or --rerank-model PATH."
-            )
         if self.candidates is not None and not 1 <= self.candidates <= self.depth:
             raise ValueError(f"candidates ({self.candidates}) must lie between 1 and the ranking depth ({self.depth}).")
 
@@ -70,6 +69,13 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     missing = [qid for qid in qrels if qid not in queries]
     if missing:
         raise ValueError(f"{len(missing)} qrels query ids are not in queries.jsonl, e.g. {missing[0]}.")
+    choice = resolve_reranker(config.rerank, config.rerank_model)  # decides only; loads nothing
+    if config.candidates is not None and not choice.enabled:
+        raise ValueError(
+            f"candidates ({config.candidates}) only matters when reranking; add --rerank or --rerank-model PATH."
+        )
+    if config.rerank_config is not None:
+        choice = replace(choice, config=config.rerank_config)
     if config.build:
         build_index(
             IndexConfig(
@@ -80,7 +86,7 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
                 show_progress=config.show_progress,
             )
         )
-    reranker = CrossEncoderReranker(config.rerank_model, config.rerank_config) if config.rerank_model else None
+    reranker = choice.load() if choice.enabled else None
     searcher = Searcher(config.index_dir, model=config.model, db_url=config.db_url, reranker=reranker)
     return evaluate_searcher(
         searcher,
@@ -88,7 +94,8 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
         qrels,
         mode=config.mode,
         depth=config.depth,
-        candidates=config.rerank_candidates if reranker is not None else None,
+        rerank=choice.enabled,
+        candidates=config.rerank_candidates,
         show_progress=config.show_progress,
     )
 
@@ -99,38 +106,19 @@ def evaluate_searcher(
     qrels: dict[str, dict[str, int]],
     mode: str | None = None,
     depth: int = 100,
+    rerank: bool | None = None,
     candidates: int | None = None,
     show_progress: bool = False,
 ) -> dict[str, float]:
-    """Run every judged query through `searcher` in `mode`; metrics plus latency per stage.
+    """Run every judged query through `searcher`; metrics plus latency per stage.
 
-    With `candidates` (and a reranker on the searcher), the top `candidates` of
-    the retriever's `depth` documents are reranked and the rest follow in the
-    retriever's order. Shared with bench/bench_scifact.py, so the benchmark and
-    this CLI measure the same thing.
+    Shared with the benchmarks in bench/, so they and this CLI measure the same
+    thing: what `Searcher.search_detailed` returns, as the app and the API get it.
     """
-    reranker = searcher.reranker if candidates is not None else None
-    if candidates is not None and reranker is None:
-        raise ValueError("candidates is set but the searcher has no reranker; pass reranker= to Searcher.")
-    first = queries[next(iter(qrels))]
-    searcher.search(first, k=10, mode=mode, rerank=False)  # warm-up, not timed
-    if reranker is not None:
-        reranker.rerank(first, searcher.search(first, k=10, mode=mode, rerank=False))
-    rankings: dict[str, list[str]] = {}
-    stages: dict[str, list[float]] = {"": [], "encode": [], "retrieve": [], "rerank": []}
-    for qid in tqdm(list(qrels), desc="queries", unit="query", disable=not show_progress):
-        t0 = time.perf_counter()
-        result = searcher.search_detailed(queries[qid], k=depth, mode=mode, rerank=False)
-        hits, rerank_s = result.hits, 0.0
-        if reranker is not None:
-            started = time.perf_counter()
-            hits = reranker.rerank(queries[qid], hits[:candidates]) + hits[candidates:]
-            rerank_s = time.perf_counter() - started
-        stages[""].append(time.perf_counter() - t0)
-        stages["encode"].append(result.timings.encode_s)
-        stages["retrieve"].append(result.timings.retrieve_s)
-        stages["rerank"].append(rerank_s)
-        rankings[qid] = [hit.doc_id for hit in hits]
+    rankings, stages = run_queries(
+        searcher, queries, list(qrels), mode=mode, depth=depth, rerank=rerank, candidates=candidates,
+        show_progress=show_progress,
+    )
     metrics = evaluate_rankings(rankings, qrels)
     for stage, seconds in stages.items():
         prefix = f"latency_{stage}_" if stage else "latency_"
@@ -138,6 +126,42 @@ def evaluate_searcher(
         metrics[f"{prefix}p95_ms"] = percentile_ms(seconds, 95)
     metrics["queries"] = float(len(rankings))
     return metrics
+
+
+def run_queries(
+    searcher: Searcher,
+    queries: dict[str, str],
+    qids: list[str],
+    mode: str | None = None,
+    depth: int = 100,
+    rerank: bool | None = None,
+    candidates: int | None = None,
+    show_progress: bool = False,
+) -> tuple[dict[str, list[str]], dict[str, list[float]]]:
+    """The ranked document ids of each query (its top `depth`), and the seconds per stage per query.
+
+    Stage "" is the whole `search_detailed` call. When reranking, the top
+    `candidates` are reranked and the rest of the `depth` keep the retriever's
+    order (`keep_tail=True`).
+    """
+    def search(text: str):
+        return searcher.search_detailed(
+            text, k=depth, mode=mode, rerank=rerank, candidates=candidates, keep_tail=True
+        )
+
+    if qids:
+        search(queries[qids[0]])  # warm-up (model, reranker, caches), not timed
+    rankings: dict[str, list[str]] = {}
+    stages: dict[str, list[float]] = {"": [], "encode": [], "retrieve": [], "rerank": []}
+    for qid in tqdm(qids, desc="queries", unit="query", disable=not show_progress):
+        started = time.perf_counter()
+        result = search(queries[qid])
+        stages[""].append(time.perf_counter() - started)
+        stages["encode"].append(result.timings.encode_s)
+        stages["retrieve"].append(result.timings.retrieve_s)
+        stages["rerank"].append(result.timings.rerank_s)
+        rankings[qid] = [hit.doc_id for hit in result.hits]
+    return rankings, stages
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,8 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None)
     parser.add_argument("--db", default=None)
     parser.add_argument("--mode", choices=MODES, default=None, help="retriever (default: hybrid)")
-    parser.add_argument("--rerank", action="store_true", help=f"rerank with the shipped reranker ({SHIPPED_RERANKER})")
-    parser.add_argument("--rerank-model", default=None, metavar="PATH", help="CrossEncoder folder to rerank with")
+    parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"rerank (default: as the app, with the shipped reranker ({SHIPPED_RERANKER}) "
+                        "when its rerank_config.json turns it on)")
+    parser.add_argument("--rerank-model", default=None, metavar="PATH",
+                        help="CrossEncoder folder to rerank with (turns reranking on; 'none' for none)")
     parser.add_argument("--candidates", type=int, default=None,
                         help="documents reranked per query (default 50; the rest of the top 100 keep their order)")
     parser.add_argument("--build", action="store_true", help="build or update the index from the BEIR corpus first")
@@ -166,11 +193,12 @@ def main(argv: list[str] | None = None) -> int:
             build=args.build,
             show_progress=not args.json,
             mode=args.mode,
-            rerank_model=args.rerank_model or (str(SHIPPED_RERANKER) if args.rerank else None),
+            rerank=args.rerank,
+            rerank_model=args.rerank_model,
             candidates=args.candidates,
         )
         metrics = evaluate(config)
-    except (SearchError, ValueError, OSError) as err:
+    except (IndexerError, SearchError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(f"{'metric':<26}value")

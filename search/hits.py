@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from indexer.index import IndexStats
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,17 @@ class StageTimings:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Hits plus how they were found: the mode used, how many candidates were reranked, timings."""
+    """Hits plus how they were found: the mode that ran, how many candidates were reranked, timings.
+
+    `fallback_reason` is set when `mode` is not the one the search would have
+    used (an index without BM25 searched dense), and says how to fix it.
+    `stats` describes the committed build that answered, so a page can show the
+    figures of the build its results come from.
+    """
 
     hits: list[Hit]
     mode: str
     reranked: int = 0
     timings: StageTimings = field(default_factory=StageTimings)
+    fallback_reason: str | None = None
+    stats: IndexStats | None = None

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import logging
 import warnings
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from search.config import RerankConfig
+from indexer.passage_text import passage_text
+from search.config import SHIPPED_RERANKER, RerankConfig, shipped_reranker
 from search.hits import Hit
 
 logger = logging.getLogger(__name__)
@@ -29,17 +30,6 @@ class Reranker(Protocol):
         """`hits` reordered best first, with `score` set to the final score, `rerank_score` to the
         reranker's own and `retriever_score` keeping the score the retriever gave."""
         ...
-
-
-def rerank_input(title: str, text: str) -> str:
-    """The passage side of a (query, passage) pair, as the reranker reads it in training and at query time."""
-    title, text = title.strip(), text.strip()
-    if not text:
-        return title
-    if not title or text.lstrip("# ").startswith(title):  # a Markdown file's title is its first heading
-        return text
-    separator = " " if title[-1] in ".?!:" else ". "  # "Stem cells." is not followed by another full stop
-    return f"{title}{separator}{text}"
 
 
 def fuse_ranks(model_scores: list[float], retriever_weight: float, rrf_k: int) -> list[float]:
@@ -125,7 +115,7 @@ class CrossEncoderReranker:
         if not hits:
             return []
         predicted = self.model.predict(
-            [(query, rerank_input(hit.title, hit.text)) for hit in hits],
+            [(query, passage_text(hit.title, hit.text)) for hit in hits],
             batch_size=self.config.batch_size,
             show_progress_bar=False,
         )
@@ -153,3 +143,50 @@ class CrossEncoderReranker:
             for hit, score, model_score in zip(hits, final, model_scores, strict=True)
         ]
         return sorted(rescored, key=lambda hit: hit.score, reverse=True)
+
+
+# Values of a reranker setting (--rerank-model, SEMSEARCH_RERANKER) that mean "no reranker".
+NO_RERANKER = ("none", "off", "0")
+
+
+@dataclass(frozen=True)
+class RerankerChoice:
+    """Which cross-encoder a search may rerank with, and whether it reranks when the user does not say.
+
+    `path` is None when there is none to offer. Deciding is separate from
+    loading, so a page can set its toggle without loading the model first.
+    """
+
+    path: Path | None
+    enabled: bool
+    config: RerankConfig | None = None
+
+    def load(self) -> CrossEncoderReranker | None:
+        """The reranker to offer: loaded from `path` with `config`, or None when there is none."""
+        return CrossEncoderReranker(self.path, self.config) if self.path is not None else None
+
+
+def resolve_reranker(rerank: bool | None = None, model: str | Path | None = None) -> RerankerChoice:
+    """The one rule for which reranker runs, used by `python -m search`, `search.eval` and the app.
+
+    `model` is a CrossEncoder folder; None means the one shipped in models/reranker,
+    and "none" (or "off") no reranker. `rerank` is the user's explicit choice
+    (--rerank / --no-rerank, the app's toggle). Without one, naming a model turns
+    reranking on, and the shipped model follows its rerank_config.json, whose
+    `enabled_by_default` records whether it measured better than no reranking.
+    """
+    named = model is not None and str(model).strip().lower() not in NO_RERANKER
+    if model is not None and not named:
+        path = None
+    else:
+        path = Path(model).expanduser() if named else shipped_reranker()
+    if path is None:
+        if rerank:
+            reason = (f"the reranker is turned off ({model!r})" if model is not None
+                      else f"{SHIPPED_RERANKER} is missing")
+            raise ValueError(f"Reranking needs a reranker, but {reason}. Pass --rerank-model PATH "
+                             "(SEMSEARCH_RERANKER=PATH in the app), or search without --rerank.")
+        return RerankerChoice(None, False)
+    config = load_rerank_config(path)
+    enabled = rerank if rerank is not None else (named or config.enabled_by_default)
+    return RerankerChoice(path, enabled, config)

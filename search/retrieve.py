@@ -1,24 +1,31 @@
-"""Retrievers: the first stage of the search pipeline, query in, scored passage ids out.
+"""Retrievers: the first stage of the search pipeline, a `Query` in, scored passage ids out.
 
-Dense (embeddings in FAISS), BM25 (exact terms, `indexer.bm25_store`) and
-hybrid (both, fused by reciprocal rank) share one protocol, so the searcher
-groups, reranks and cuts their output the same way. A reranker (see
-`rerank.py`) may reorder what a retriever returns.
+Dense (embeddings in the vector store), BM25 (exact terms) and hybrid (both,
+fused by reciprocal rank) share one protocol, so the searcher groups, reranks
+and cuts their output the same way. A reranker (see `rerank.py`) may reorder
+what a retriever returns. Which retrievers an index offers is decided once per
+loaded build (`retrievers_for`), and which one a search runs once per query
+(`choose_mode`).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from indexer.bm25_store import BM25Store
 from indexer.embedding import encode_query
-from indexer.faiss_store import VectorStore
-from search.errors import QueryTruncatedWarning
+from search.config import check_mode
+from search.errors import IndexUnreadableError, QueryTruncatedWarning
 from search.fusion import reciprocal_rank_fusion
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -27,8 +34,49 @@ class Candidate:
     score: float
 
 
+class VectorIndex(Protocol):
+    """What dense retrieval needs of a build's vector store (`IndexSnapshot.vectors`)."""
+
+    @property
+    def ntotal(self) -> int: ...
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class LexicalIndex(Protocol):
+    """What BM25 retrieval needs of a build's BM25 store (`IndexSnapshot.bm25`)."""
+
+    def search(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class Query:
+    """One search's query: its text, and its embedding, computed on first use and then kept.
+
+    Every retriever of a search gets the same `Query`, so hybrid retrieval and
+    the searcher's widening loop (which may retrieve several times) encode the
+    text once, and an over-long query warns once; a BM25 search never encodes it.
+    `encode_s` is the time the encoding took (0 until then).
+    """
+
+    def __init__(self, text: str, model) -> None:
+        self.text = text
+        self.model = model
+        self.encode_s = 0.0
+        self._embedding: np.ndarray | None = None
+
+    @property
+    def embedding(self) -> np.ndarray:
+        """The unit-normalised query embedding, shape (1, dim)."""
+        if self._embedding is None:
+            started = time.perf_counter()
+            warn_if_truncated(self.text, self.model)
+            self._embedding = encode_query(self.model, self.text)
+            self.encode_s = time.perf_counter() - started
+        return self._embedding
+
+
 class Retriever(Protocol):
-    def retrieve(self, query: str, n: int) -> list[Candidate]:
+    def retrieve(self, query: Query, n: int) -> list[Candidate]:
         """The n best passages for `query`, best first."""
         ...
 
@@ -40,29 +88,20 @@ def warn_if_truncated(query: str, model) -> None:
             f"The query has {tokens} tokens but the model reads {model.max_seq_length}; "
             "the rest was ignored. Shorten the query to search on all of it.",
             QueryTruncatedWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
 class DenseRetriever:
-    """Cosine similarity between the query embedding and the passage vectors in FAISS."""
+    """Cosine similarity between the query embedding and the passage vectors."""
 
-    def __init__(self, model, store: VectorStore) -> None:
-        self.model = model
-        self.store = store
+    def __init__(self, vectors: VectorIndex) -> None:
+        self.vectors = vectors
 
-    def encode_query(self, query: str) -> np.ndarray:
-        warn_if_truncated(query, self.model)
-        return encode_query(self.model, query)
-
-    def retrieve(self, query: str, n: int) -> list[Candidate]:
-        return self.retrieve_vector(self.encode_query(query), n)
-
-    def retrieve_vector(self, vector: np.ndarray, n: int) -> list[Candidate]:
-        """Search with a query already encoded, so callers can time or reuse the encoding."""
-        if self.store.ntotal == 0:
+    def retrieve(self, query: Query, n: int) -> list[Candidate]:
+        if self.vectors.ntotal == 0 or n < 1:
             return []
-        scores, ids = self.store.search(vector, n)
+        scores, ids = self.vectors.search(query.embedding, n)
         return [
             Candidate(int(pid), float(score))
             for score, pid in zip(scores[0], ids[0], strict=True)
@@ -77,11 +116,11 @@ class BM25Retriever:
     query, so it may return fewer than n.
     """
 
-    def __init__(self, store: BM25Store) -> None:
-        self.store = store
+    def __init__(self, bm25: LexicalIndex) -> None:
+        self.bm25 = bm25
 
-    def retrieve(self, query: str, n: int) -> list[Candidate]:
-        scores, ids = self.store.search(query, n)
+    def retrieve(self, query: Query, n: int) -> list[Candidate]:
+        scores, ids = self.bm25.search(query.text, n)
         return [Candidate(int(pid), float(score)) for score, pid in zip(scores, ids, strict=True)]
 
 
@@ -103,14 +142,54 @@ class HybridRetriever:
         self.bm25 = bm25
         self.rrf_k = rrf_k
 
-    def retrieve(self, query: str, n: int) -> list[Candidate]:
-        return self.retrieve_vector(query, self.dense.encode_query(query), n)
-
-    def retrieve_vector(self, query: str, vector: np.ndarray, n: int) -> list[Candidate]:
-        """Fuse with a query already encoded for the dense side."""
+    def retrieve(self, query: Query, n: int) -> list[Candidate]:
         rankings = [
-            [c.passage_id for c in self.dense.retrieve_vector(vector, n)],
+            [c.passage_id for c in self.dense.retrieve(query, n)],
             [c.passage_id for c in self.bm25.retrieve(query, n)],
         ]
         fused = reciprocal_rank_fusion(rankings, k=self.rrf_k)
         return [Candidate(pid, score) for pid, score in fused[:n]]
+
+
+def retrievers_for(vectors: VectorIndex, bm25: LexicalIndex | None, rrf_k: int = 60) -> dict[str, Retriever]:
+    """Mode -> retriever for one build: all three modes, or only dense for an index without BM25."""
+    dense = DenseRetriever(vectors)
+    if bm25 is None:
+        return {"dense": dense}
+    lexical = BM25Retriever(bm25)
+    return {"dense": dense, "bm25": lexical, "hybrid": HybridRetriever(dense, lexical, rrf_k)}
+
+
+@dataclass(frozen=True)
+class ModeChoice:
+    """The mode a search runs in; `fallback_reason` says why it is not the one asked for."""
+
+    mode: str
+    fallback_reason: str | None = None
+
+
+def choose_mode(requested: str | None, default: str, available: Collection[str], index_dir: Path) -> ModeChoice:
+    """The one rule for which mode runs: `requested`, else `default`, on the retrievers `available`.
+
+    An index whose build has no BM25 part has only dense. A search that names no
+    mode then runs dense, with the reason and the fix, so searches keep working
+    until BM25 is rebuilt; naming bm25 or hybrid raises instead, since the
+    caller asked for exact-word matching that dense cannot give.
+    """
+    if requested is not None:
+        check_mode(requested)
+        if requested not in available:
+            raise IndexUnreadableError(
+                f"The index in {index_dir} has no BM25 index, so mode {requested!r} cannot run. "
+                f"Run `python -m indexer repair --index {index_dir}` to rebuild it from the stored "
+                "passages (nothing is re-embedded), or search with mode='dense'."
+            )
+        return ModeChoice(requested)
+    if default in available:
+        return ModeChoice(default)
+    return ModeChoice(
+        "dense",
+        f"The index in {index_dir} has no BM25 index, so it is searched in dense mode instead of "
+        f"{default}. Run `python -m indexer repair --index {index_dir}` to rebuild BM25 from the "
+        "stored passages (nothing is re-embedded).",
+    )

@@ -1,59 +1,44 @@
-"""`Searcher`: the query pipeline over an index folder (retrieve, optionally rerank, keep k)."""
+"""`Searcher`: the query pipeline over an index (retrieve, optionally rerank, keep k).
+
+It asks an `Index` for everything stored: the model, one consistent build's
+vector and BM25 stores, and the passages behind the ids they return. It opens
+no database session and no index file itself.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from sqlalchemy.exc import OperationalError, ProgrammingError
-from sqlalchemy.orm import Session
-
-from indexer.bm25_store import BM25Store
-from indexer.embedding import load_bi_encoder, model_spec
-from indexer.errors import IndexMismatchError
-from indexer.faiss_store import VectorStore
-from indexer.sql_store import (
-    bm25_dir_of,
-    count_documents,
-    count_passages,
-    index_info,
-    make_engine,
-    passage_details,
-    passage_documents,
-    read_manifest,
-    resolve_db_url,
-)
-from search.config import SearchConfig, check_mode
-from search.errors import EmptyQueryError, IndexNotFoundError, IndexUnreadableError
+from indexer.index import Index, IndexStats
+from indexer.model_spec import ModelSpec
+from search.config import SearchConfig, check_count
+from search.errors import EmptyQueryError
 from search.hits import Hit, SearchResult, StageTimings
 from search.rerank import Reranker
-from search.retrieve import BM25Retriever, Candidate, DenseRetriever, HybridRetriever, Retriever
+from search.retrieve import Candidate, Query, Retriever, choose_mode, retrievers_for
+
+__all__ = ["IndexStats", "LoadedBuild", "Searcher"]
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class IndexStats:
-    documents: int
+class LoadedBuild:
+    """One committed build as the searcher answers from it: a retriever per mode, and its figures.
+
+    Replaced as a whole when a newer build is loaded, so a search that took it
+    keeps one consistent view while another thread refreshes.
+    """
+
+    build_id: str
+    retrievers: Mapping[str, Retriever]
     passages: int
-    model: str
-    dimension: int
-    built_at: dt.datetime
-    build_seconds: float
-    vector_file: str
-    bm25_dir: str | None = None
-
-
-def _missing_index(index_dir: Path) -> IndexNotFoundError:
-    return IndexNotFoundError(
-        f"No index found in {index_dir}. Build one with: "
-        f"python -m indexer build --source PATH --index {index_dir}"
-    )
+    stats: IndexStats
 
 
 class Searcher:
@@ -61,8 +46,8 @@ class Searcher:
 
     The model is the one the index was built with unless `model` names another
     with the same identity; a different model would give meaningless scores.
-    The vectors and the BM25 index are loaded together from the names one SQL
-    row records, so both always match the same committed passages.
+    The vectors and the BM25 index come from one committed build, so both
+    always match the same passages.
     """
 
     def __init__(
@@ -73,111 +58,74 @@ class Searcher:
         config: SearchConfig | None = None,
         reranker: Reranker | None = None,
     ) -> None:
-        self.index_dir = Path(index_dir)
         self.config = config or SearchConfig()
         self.reranker = reranker
-        self._warned_no_bm25 = False
-        if not self.index_dir.is_dir() or (read_manifest(self.index_dir) is None and db_url is None):
-            raise _missing_index(self.index_dir)
-        self._engine = make_engine(resolve_db_url(self.index_dir, db_url))
-        with Session(self._engine) as session:
-            try:
-                info = index_info(session)
-            except (OperationalError, ProgrammingError) as err:  # no tables: not an index
-                raise _missing_index(self.index_dir) from err
-            if info is None:
-                raise _missing_index(self.index_dir)
-            self._model_spec = info.model
-            if model is not None and model_spec(model) != info.model:
-                raise IndexMismatchError(
-                    f"The index in {self.index_dir} was built with {info.model}; searching it "
-                    f"with {model_spec(model)} would compare unrelated vectors. Leave the model "
-                    "out, or rebuild the index with this model."
-                )
-            vector_file = info.vector_file
-            bm25_dir = bm25_dir_of(session)
+        self.index = Index.open(index_dir, db_url=db_url)
+        self.index_dir = self.index.index_dir
         try:
-            self.model = load_bi_encoder(self._model_spec)
-        except FileNotFoundError as err:
-            raise IndexUnreadableError(f"The index in {self.index_dir} cannot be opened: {err}") from err
-        self._load_stores(vector_file, bm25_dir)
+            if model is not None:
+                self.index.check_model(ModelSpec.resolve(model))
+            self.model = self.index.load_model()
+        except BaseException:
+            self.index.close()
+            raise
+        self._refresh_lock = threading.Lock()
+        self._warned_fallback = False
+        self._loaded = self._load()
 
-    def _load_stores(self, vector_file: str, bm25_dir: str | None) -> None:
-        try:
-            store = VectorStore.load(self.index_dir / vector_file)
-            bm25 = BM25Store.load(self.index_dir / bm25_dir) if bm25_dir else None
-        except FileNotFoundError as err:
-            raise IndexUnreadableError(f"The index in {self.index_dir} cannot be opened: {err}") from err
-        self._vector_file, self._bm25_dir = vector_file, bm25_dir
-        self.store, self.bm25_store = store, bm25
-        self.dense = DenseRetriever(self.model, store)
-        self.bm25 = BM25Retriever(bm25) if bm25 is not None else None
-        self.hybrid = (
-            HybridRetriever(self.dense, self.bm25, self.config.rrf_k) if self.bm25 is not None else None
+    def _load(self) -> LoadedBuild:
+        """The build the index has loaded, with its figures (read from that same build)."""
+        for _ in range(3):  # the index is only refreshed under _refresh_lock, so this is belt and braces
+            snapshot = self.index.snapshot()
+            stats = self.index.stats()
+            if stats.build_id == snapshot.build_id:
+                break
+        return LoadedBuild(
+            build_id=snapshot.build_id,
+            retrievers=retrievers_for(snapshot.vectors, snapshot.bm25, self.config.rrf_k),
+            passages=snapshot.vectors.ntotal,
+            stats=stats,
         )
 
     @property
     def has_bm25(self) -> bool:
         """False for an index built before BM25 existed, until its next build adds it."""
-        return self.bm25 is not None
+        return "bm25" in self._loaded.retrievers
 
-    def _default_mode(self) -> str:
-        """`config.mode`, or dense on an index built before BM25, so searches that name no mode
-        keep working until the next build adds BM25; naming bm25 or hybrid raises instead."""
-        mode = self.config.mode
-        if mode != "dense" and not self.has_bm25:
-            if self._warned_no_bm25:
-                return "dense"
-            self._warned_no_bm25 = True
-            logger.warning(
-                "The index in %s has no BM25 index yet, so the default mode %r falls back to "
-                "dense. Run `python -m indexer build --source PATH --index %s` once to add it.",
-                self.index_dir, mode, self.index_dir,
-            )
-            return "dense"
-        return mode
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The modes the loaded build can run."""
+        return tuple(self._loaded.retrievers)
 
-    def retriever(self, mode: str) -> Retriever:
-        """The retriever behind `mode`, for use on its own (passage ids in, no grouping)."""
-        check_mode(mode)
-        if mode == "dense":
-            return self.dense
-        if self.bm25 is None or self.hybrid is None:
-            raise IndexUnreadableError(
-                f"The index in {self.index_dir} has no BM25 index (it was built before BM25 "
-                f"support), so mode {mode!r} cannot run. Run `python -m indexer build --source "
-                f"PATH --index {self.index_dir}` once to add it (nothing is re-embedded), or "
-                "search with mode='dense'."
-            )
-        return self.bm25 if mode == "bm25" else self.hybrid
+    def query(self, text: str) -> Query:
+        """A `Query` for this searcher's model, to call a retriever with directly."""
+        return Query(text, self.model)
+
+    def retriever(self, mode: str | None = None) -> Retriever:
+        """The retriever a search in `mode` runs, for use on its own (passage ids in, no grouping)."""
+        loaded = self._loaded
+        return loaded.retrievers[choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir).mode]
 
     def refresh(self) -> bool:
-        """Reload the vectors and BM25 if a build has committed since; True when something changed."""
-        with Session(self._engine) as session:
-            info = index_info(session)
-            if info is None:
+        """Load the newest committed build if another has committed since; True when it changed.
+
+        One small SQL read when nothing changed; `search` calls it first unless
+        `config.auto_refresh` is off.
+        """
+        with self._refresh_lock:
+            if not self.index.refresh():
                 return False
-            vector_file, bm25_dir = info.vector_file, bm25_dir_of(session)
-        if (vector_file, bm25_dir) == (self._vector_file, self._bm25_dir):
-            return False
-        self._load_stores(vector_file, bm25_dir)
-        return True
+            self._loaded = self._load()
+            return True
 
     def stats(self) -> IndexStats:
-        with Session(self._engine) as session:
-            info = index_info(session)
-            if info is None:
-                raise _missing_index(self.index_dir)
-            return IndexStats(
-                documents=count_documents(session),
-                passages=count_passages(session),
-                model=info.model,
-                dimension=info.dimension,
-                built_at=info.built_at,
-                build_seconds=info.build_seconds,
-                vector_file=info.vector_file,
-                bm25_dir=bm25_dir_of(session),
-            )
+        """The figures of the build this searcher answers from (the newest, with auto_refresh)."""
+        if self.config.auto_refresh:
+            self.refresh()
+        return self._loaded.stats
+
+    def close(self) -> None:
+        self.index.close()
 
     def search(
         self,
@@ -192,7 +140,7 @@ class Searcher:
         `mode` is "dense", "bm25" or "hybrid" (default `config.mode`). `rerank`
         defaults to whether the Searcher was given a reranker; when reranking, the
         retriever's top `candidates` documents (default `config.rerank_candidates`)
-        are rescored and the best k kept.
+        are rescored and the best k kept. `k` and `candidates` lie in 1..MAX_K (1000).
         """
         return self.search_detailed(query, k, mode, rerank, candidates).hits
 
@@ -203,16 +151,19 @@ class Searcher:
         mode: str | None = None,
         rerank: bool | None = None,
         candidates: int | None = None,
+        keep_tail: bool = False,
     ) -> SearchResult:
-        """`search`, plus the mode used, how many candidates were reranked and per-stage timings."""
+        """`search`, plus the mode that ran, how many candidates were reranked and per-stage timings.
+
+        With `keep_tail`, reranking rescores the top `candidates` of the top k
+        documents and the rest follow in the retriever's order, so k may exceed
+        `candidates`: how the evaluation ranks 100 documents while reranking 50.
+        Every argument is checked before anything is retrieved.
+        """
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, not {type(query).__name__}.")
-        k = self.config.k if k is None else k
-        if k < 1:
-            raise ValueError(f"k ({k}) must be at least 1.")
-        if mode is None:
-            mode = self._default_mode()
-        check_mode(mode)
+        k = check_count("k", self.config.k if k is None else k)
+        candidates = check_count("candidates", self.config.rerank_candidates if candidates is None else candidates)
         if rerank is None:
             rerank = self.reranker is not None
         reranker = self.reranker if rerank else None
@@ -222,54 +173,48 @@ class Searcher:
                 "Searcher(index, reranker=CrossEncoderReranker(PATH)) (--rerank-model PATH "
                 "on the command line), or search with rerank=False."
             )
-        candidates = self.config.rerank_candidates if candidates is None else candidates
-        if candidates < 1:
-            raise ValueError(f"candidates ({candidates}) must be at least 1.")
-        if rerank and k > candidates:
+        if rerank and k > candidates and not keep_tail:
             raise ValueError(
                 f"k ({k}) is greater than candidates ({candidates}); raise --candidates or lower k."
             )
-        if not query.strip():
+        text = query.strip()
+        if not text:
             raise EmptyQueryError("The query is empty. Type a few words to search for.")
-        query = query.strip()
-        retriever = self.retriever(mode)  # raises for bm25/hybrid on an index without BM25
+        if self.config.auto_refresh:
+            self.refresh()
+        loaded = self._loaded
+        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir)
+        if choice.fallback_reason is not None and not self._warned_fallback:
+            self._warned_fallback = True
+            logger.warning("%s", choice.fallback_reason)
 
-        vector: np.ndarray | None = None
-        encode_s = rerank_s = 0.0
-        if mode != "bm25":
-            started = time.perf_counter()
-            vector = self.dense.encode_query(query)
-            encode_s = time.perf_counter() - started
         started = time.perf_counter()
-        fetch = self._fetcher(mode, retriever, query, vector)
-        hits = self._retrieve_hits(fetch, candidates if rerank else k)
-        retrieve_s = time.perf_counter() - started
-        reranked = 0
+        request = Query(text, self.model)
+        depth = (max(k, candidates) if keep_tail else candidates) if reranker is not None else k
+        hits = self._retrieve_hits(loaded, loaded.retrievers[choice.mode], request, depth)
+        retrieve_s = time.perf_counter() - started - request.encode_s
+        reranked, rerank_s = 0, 0.0
         if reranker is not None and hits:
             started = time.perf_counter()
-            hits = reranker.rerank(query, hits)
+            head, tail = hits[:candidates], hits[candidates:]
+            hits = reranker.rerank(text, head) + tail
             rerank_s = time.perf_counter() - started
-            reranked = len(hits)
-        timings = StageTimings(encode_s=encode_s, retrieve_s=retrieve_s, rerank_s=rerank_s)
-        return SearchResult(hits=hits[:k], mode=mode, reranked=reranked, timings=timings)
+            reranked = len(head)
+        return SearchResult(
+            hits=hits[:k],
+            mode=choice.mode,
+            reranked=reranked,
+            timings=StageTimings(encode_s=request.encode_s, retrieve_s=retrieve_s, rerank_s=rerank_s),
+            fallback_reason=choice.fallback_reason,
+            stats=loaded.stats,
+        )
 
-    def _fetcher(
-        self, mode: str, retriever: Retriever, query: str, vector: np.ndarray | None
-    ) -> Callable[[int], list[Candidate]]:
-        """A function of n that reuses the query embedding, which the grouping loop may call often."""
-        if mode == "dense" and vector is not None:
-            return lambda n: self.dense.retrieve_vector(vector, n)
-        if mode == "hybrid" and vector is not None and self.hybrid is not None:
-            hybrid = self.hybrid
-            return lambda n: hybrid.retrieve_vector(query, vector, n)
-        return lambda n: retriever.retrieve(query, n)
-
-    def _retrieve_hits(self, fetch: Callable[[int], list[Candidate]], k: int) -> list[Hit]:
+    def _retrieve_hits(self, loaded: LoadedBuild, retriever: Retriever, query: Query, k: int) -> list[Hit]:
         """Fetch passages until k distinct documents are found or the retriever runs out."""
-        total = self.store.ntotal
+        total = loaded.passages
         n = min(total, k * self.config.candidate_factor)
         while True:
-            candidates = fetch(n)
+            candidates = retriever.retrieve(query, n)
             hits = self._to_hits(candidates, k)
             if len(hits) >= k or n >= total or len(candidates) < n:
                 return hits
@@ -281,39 +226,34 @@ class Searcher:
         Grouping needs only passage -> document ids; text and metadata are then
         loaded for the k chosen passages alone.
         """
-        with Session(self._engine) as session:
-            document_of = passage_documents(session, [c.passage_id for c in candidates])
-            chosen: list[Candidate] = []
-            seen_docs: set[int] = set()
-            for cand in candidates:
-                doc_id = document_of.get(cand.passage_id)
-                if doc_id is None:  # deleted by a build that committed after we loaded the vectors
-                    continue
-                if self.config.one_hit_per_document:
-                    if doc_id in seen_docs:
-                        continue
-                    seen_docs.add(doc_id)
-                chosen.append(cand)
-                if len(chosen) == k:
-                    break
-            details = passage_details(session, [c.passage_id for c in chosen])
-        hits: list[Hit] = []
-        for cand in chosen:
-            row = details.get(cand.passage_id)
-            if row is None:
+        document_of = self.index.document_ids([c.passage_id for c in candidates])
+        chosen: list[Candidate] = []
+        seen_docs: set[int] = set()
+        for cand in candidates:
+            doc_id = document_of.get(cand.passage_id)
+            if doc_id is None:  # deleted by a build that committed after we loaded the vectors
                 continue
-            hits.append(
-                Hit(
-                    doc_id=row.doc_key,
-                    title=row.title,
-                    text=row.text,
-                    score=cand.score,
-                    retriever_score=cand.score,
-                    metadata=dict(row.meta or {}),
-                    passage_id=row.id,
-                    start_char=row.start_char,
-                    end_char=row.end_char,
-                    source=row.source,
-                )
+            if self.config.one_hit_per_document:
+                if doc_id in seen_docs:
+                    continue
+                seen_docs.add(doc_id)
+            chosen.append(cand)
+            if len(chosen) == k:
+                break
+        records = self.index.passages([c.passage_id for c in chosen])
+        return [
+            Hit(
+                doc_id=record.doc_id,
+                title=record.title,
+                text=record.text,
+                score=cand.score,
+                retriever_score=cand.score,
+                metadata=dict(record.metadata),
+                passage_id=record.passage_id,
+                start_char=record.start_char,
+                end_char=record.end_char,
+                source=record.source,
             )
-        return hits
+            for cand in chosen
+            if (record := records.get(cand.passage_id)) is not None
+        ]

@@ -1,7 +1,8 @@
 """The similarity API other code imports: cosine similarity of sentence embeddings.
 
-`similarity_matrix` and `top_pairs` work in row blocks, so N sentences never
-need an N×N matrix in memory at once when only the best pairs are wanted.
+`top_pairs` is sentence-transformers' `paraphrase_mining_embeddings`, which
+scores row blocks, so N sentences never need an N×N matrix in memory at once
+when only the best pairs are wanted.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from sentence_transformers.util import dot_score, paraphrase_mining_embeddings
 
 from indexer.embedding import encode_texts, load_bi_encoder
 
@@ -75,26 +78,15 @@ def top_pairs(sentences: Sequence[str], k: int = 10, model=None) -> list[Pair]:
 
 
 def top_pairs_from_embeddings(emb: np.ndarray, k: int, block_rows: int = _BLOCK_ROWS) -> list[Pair]:
-    """Exact top-k of the strict upper triangle of emb @ emb.T, one row block at a time."""
-    n = len(emb)
-    best_scores = np.empty(0, dtype=np.float32)
-    best_i = np.empty(0, dtype=np.int64)
-    best_j = np.empty(0, dtype=np.int64)
-    for start in range(0, n, block_rows):
-        stop = min(start + block_rows, n)
-        block = emb[start:stop] @ emb.T  # (rows, n)
-        rows = np.arange(start, stop)[:, None]
-        block[np.arange(n)[None, :] <= rows] = -np.inf  # keep i < j only
-        flat = block.ravel()
-        take = min(k, int(np.isfinite(flat).sum()))
-        if take == 0:
-            continue
-        idx = np.argpartition(-flat, take - 1)[:take]
-        best_scores = np.concatenate([best_scores, flat[idx]])
-        best_i = np.concatenate([best_i, idx // n + start])
-        best_j = np.concatenate([best_j, idx % n])
-        if len(best_scores) > k:
-            keep = np.argpartition(-best_scores, k - 1)[:k]
-            best_scores, best_i, best_j = best_scores[keep], best_i[keep], best_j[keep]
-    order = np.lexsort((best_j, best_i, -best_scores))
-    return [Pair(int(best_i[o]), int(best_j[o]), float(best_scores[o])) for o in order]
+    """Exact top-k of the strict upper triangle of emb @ emb.T, `block_rows` rows scored at a time.
+
+    A pair among the k best is among the k best neighbours of each of its sentences,
+    so mining each sentence's top k neighbours (`top_k=k`) finds all of them.
+    """
+    mined = paraphrase_mining_embeddings(
+        torch.from_numpy(np.ascontiguousarray(emb)), query_chunk_size=block_rows, max_pairs=k, top_k=k,
+        score_function=dot_score,
+    )
+    # The library returns [score, i, j] lists ordered by score alone; Pair and the (i, j) tie order are ours.
+    pairs = [Pair(int(i), int(j), float(score)) for score, i, j in mined]
+    return sorted(pairs, key=lambda pair: (-pair.score, pair.i, pair.j))

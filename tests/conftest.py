@@ -14,7 +14,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # tiny-model training ~60x slower. Must be set before torch is first imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from data.paths import shared_data_dir  # noqa: E402
+from data.paths import shared_data_dir
 
 
 @pytest.fixture(scope="session")

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from data.paths import PROJECT_ROOT
 from indexer import IndexConfig, build_index
+from search import similarity
 from search.config import shipped_reranker
-from search.rerank import load_rerank_config
-from tests.search.helpers import build_tiny_cross_encoder
+from search.rerank import load_rerank_config, resolve_reranker
+from tests.search.helpers import build_tiny_cross_encoder, without_bm25
 from ui.highlight import escape_markdown
 
 pytestmark = pytest.mark.integration
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
+APP = PROJECT_ROOT / "app.py"
+# The Compare page's first pair, as app.py fills it in.
+EXAMPLE_PAIR = ("How do I read a file line by line?", "Iterate over the lines of a text file.")
 TIMEOUT = 60
 DOCS = {
     "pasta.txt": "To cook spaghetti, bring a large pot of salted water to a rolling boil, add the "
@@ -88,8 +92,8 @@ def test_search_page_shows_stats_and_ranks_the_right_document_first(
     assert stats["Documents"] == "4"
     assert stats["Passages"] == "4"
     assert stats["Build time"].endswith(" s")
-    assert at.main.caption[0].value.startswith(
-        "Model **all-MiniLM-L6-v2** (384 dimensions) · built "
+    assert at.main.caption[0].value.startswith(  # the label escaped as Markdown: it reads the same
+        "Model **all\\-MiniLM\\-L6\\-v2** (384 dimensions) · built "
     )
     assert at.info and "Type a question" in at.info[0].value  # nothing searched yet
 
@@ -177,6 +181,7 @@ def test_shipped_reranker_is_offered_and_starts_as_its_config_says(
     at = run_app()
     assert not at.exception
     expected = load_rerank_config(shipped_reranker()).enabled_by_default
+    assert expected is resolve_reranker().enabled is False, "the shipped config leaves it off"
     assert at.toggle(key="rerank").value is expected
     at.toggle(key="rerank").set_value(True).run()
     at.text_input(key="query").input("noodles").run()
@@ -195,22 +200,20 @@ def test_missing_reranker_folder_is_an_error_with_the_fix(
 
 
 def test_index_without_bm25_searches_dense_and_says_how_to_add_it(
-    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    private_index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = tmp_path / "index"
-    shutil.copytree(demo_index, index)
-    with sqlite3.connect(index / "store.sqlite") as db:  # as an index built before BM25 was
-        db.execute("ALTER TABLE semsearch_index_info DROP COLUMN bm25_dir")
-    db.close()
-    for folder in index.glob("bm25-*"):
-        shutil.rmtree(folder)
-    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+    index = private_index
+    without_bm25(monkeypatch)  # a build without its BM25 part; the Searcher's rule decides the mode
     at = run_app({"q": "how long do I boil noodles"})
     assert not at.exception and not at.error
-    assert "searched in dense mode" in at.warning[0].value
-    assert f"python -m indexer build --source PATH --index {index}" in at.warning[0].value
+    assert at.radio(key="mode").value == "hybrid"
+    assert len(at.warning) == 1 and "searched in dense mode instead of hybrid" in at.warning[0].value
+    assert f"python -m indexer repair --index {index}" in at.warning[0].value
     assert result_titles(at)[0] == "pasta"
     assert any("by dense (meaning)" in c.value for c in at.main.caption)
+    at.radio(key="mode").set_value("bm25").run()  # exact words asked for by name: an error, not dense
+    assert not at.exception and not at.warning
+    assert "mode 'bm25' cannot run" in at.error[0].value and result_titles(at) == []
 
 
 def test_blank_query_gives_a_friendly_message(
@@ -348,8 +351,59 @@ def test_upload_while_another_build_runs_shows_the_error(private_index: Path) ->
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a concurrent `indexer build` would
         at.sidebar.button(key="index_uploads").click().run()
     assert not at.exception
-    assert at.sidebar.error[0].value.startswith(
-        "Nothing was added to the index. Another build is writing"
+    assert re.match(  # indexer.index names the process holding the lock when it can
+        r"Nothing was added to the index\. Another build (\(process \w+\) )?is writing ", at.sidebar.error[0].value
     )
     assert not at.sidebar.success
     assert metrics(at)["Documents"] == "4"  # the search page still works on the old index
+
+
+def test_doc_id_and_source_show_literally(private_index: Path) -> None:
+    record = {"id": "**x** [a](b)", "title": "Harp", "text": "The harp is a plucked string instrument."}
+    at = run_app()
+    at.file_uploader(key="uploads").set_value(
+        ("strings_[1].jsonl", (json.dumps(record) + "\n").encode(), "application/json")
+    ).run()
+    at.sidebar.button(key="index_uploads").click().run()
+    at.text_input(key="query").input("plucked harp").run()
+    assert not at.exception and result_titles(at)[0] == "Harp"
+    caption = next(c.value for c in at.main.caption if "characters" in c.value)
+    assert caption.startswith(f"{escape_markdown(record['id'])} · ")
+    assert caption.startswith("\\*\\*x\\*\\* \\[a\\]\\(b\\) · ")
+    assert "strings\\_\\[1\\]" in caption, "the source file name is escaped too"
+
+
+def test_a_build_committed_by_another_process_is_searched_and_counted(private_index: Path, tmp_path: Path) -> None:
+    at = run_app({"q": "bowed string instrument", "k": "5"})
+    assert metrics(at)["Documents"] == "4" and "violin" not in result_titles(at)
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "violin.txt").write_text("The violin is a string instrument played with a bow.")
+    # Another writer (the CLI, say) commits a build while the app keeps its cached Searcher.
+    build_index(IndexConfig(source=more, index_dir=private_index, prune=False, show_progress=False))
+    at.run()
+    assert not at.exception
+    assert result_titles(at)[0] == "violin"
+    assert (metrics(at)["Documents"], metrics(at)["Passages"]) == ("5", "5"), "the answering build's figures"
+
+
+def test_compare_page_uses_the_index_model(
+    tmp_path: Path, tiny_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "pasta.txt").write_text(DOCS["pasta.txt"], encoding="utf-8")
+    index = tmp_path / "tiny_index"
+    build_index(IndexConfig(source=source, index_dir=index, model=tiny_model, show_progress=False))
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+    at = run_app({"page": "compare"})
+    assert not at.exception
+    assert "by **model**, the index's model" in at.main.caption[0].value  # the tiny model's folder name
+    with_index_model = similarity(*EXAMPLE_PAIR, model=tiny_model)
+    assert metrics(at)["Cosine similarity"] == f"{with_index_model:.3f}"
+    assert metrics(at)["Cosine similarity"] != f"{similarity(*EXAMPLE_PAIR):.3f}", "not the default model"
+
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(tmp_path / "none"))
+    at = run_app({"page": "compare"})
+    assert "by **all\\-MiniLM\\-L6\\-v2**, the default model, as there is no index yet" in at.main.caption[0].value
+    assert metrics(at)["Cosine similarity"] == f"{similarity(*EXAMPLE_PAIR):.3f}"

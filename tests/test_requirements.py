@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
+from data.paths import PROJECT_ROOT as ROOT
 
 
 def pins(name: str) -> dict[str, str]:

@@ -1,13 +1,15 @@
 """Command line: python -m training {tokenizer,pretrain,siamese,cross-encoder,adapt} ...
 
 Each subcommand parses its flags into the stage's config dataclass and calls one
-function; `main` returns that function's result so tests can inspect it.
+function; `main` returns that function's result so tests can inspect it, and `cli`
+(the `semsearch-train` console script) returns an exit status.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--corpus", type=Path)
     pretrain.add_argument("--out", type=Path)
     pretrain.add_argument("--tokenizer", type=Path)
-    pretrain.add_argument("--base", type=Path, help="BERT folder to continue pretraining")
+    pretrain.add_argument("--base", type=Path, help="BERT folder to continue pretraining, or 'default' (all-MiniLM-L6-v2)")
     pretrain.add_argument("--preset", choices=list(PRESETS))
     pretrain.add_argument("--max-steps", type=int)
     pretrain.add_argument("--batch-size", type=int)
@@ -67,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     pretrain.add_argument("--config", type=Path, help="JSON file of PretrainConfig fields; flags override it")
 
     siamese = commands.add_parser("siamese", help="SBERT fine-tuning")
-    siamese.add_argument("--base", required=True)
+    siamese.add_argument("--base", required=True, help="BERT or SentenceTransformer folder, or 'default' (all-MiniLM-L6-v2)")
     siamese.add_argument("--objective", choices=OBJECTIVES, required=True)
     siamese.add_argument("--train", type=Path, required=True)
     siamese.add_argument("--out", type=Path, required=True)
@@ -84,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     siamese.add_argument("--seed", type=int, default=0)
 
     cross = commands.add_parser("cross-encoder", help="train a CrossEncoder reranker")
-    cross.add_argument("--base", required=True)
+    cross.add_argument("--base", required=True, help="BERT or CrossEncoder folder, or 'default' (all-MiniLM-L6-v2)")
     cross.add_argument("--train", type=Path, nargs="+", required=True,
                        help="one or more sources: scored pairs, (query, passage) positives or raw documents")
     cross.add_argument("--out", type=Path, required=True)
@@ -104,7 +106,9 @@ def _parser() -> argparse.ArgumentParser:
         "--negatives-index", type=Path,
         help="mine hard negatives from this index (built with python -m indexer build); default: random passages",
     )
-    cross.add_argument("--negatives-mode", choices=["dense", "bm25", "hybrid"], default="hybrid")
+    cross.add_argument("--negatives-mode", choices=["dense", "bm25", "hybrid"], default="hybrid",
+                       help="bm25, hybrid: the index's retriever; dense: the index's bi-encoder over the training "
+                            "passages (sentence-transformers' mine_hard_negatives)")
     cross.add_argument("--negatives-skip", type=int, default=0, help="pass over this many top non-positive hits")
     cross.add_argument("--negatives-depth", type=int,
                        help="sample the negatives among this many top non-positive hits (default: take the top ones)")
@@ -163,16 +167,22 @@ def main(argv: list[str] | None = None) -> Any:
 
     miner = None
     if args.negatives_index is not None:
-        from training.negatives import IndexNegativeMiner
+        from training.negatives import index_miner
 
-        miner = IndexNegativeMiner(args.negatives_index, mode=args.negatives_mode, skip=args.negatives_skip,
-                                   depth=args.negatives_depth)
+        miner = index_miner(args.negatives_index, mode=args.negatives_mode, skip=args.negatives_skip,
+                            depth=args.negatives_depth)
     flags = _flags(args, "negatives_index", "negatives_mode", "negatives_skip")
     return train_cross_encoder(CrossEncoderConfig(**flags), miner=miner)
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> int:
+    """The console entry point (`semsearch-train`): an exit status, where `main` returns the stage's result."""
     try:
-        main()
+        main(argv)
     except ValueError as err:  # bad input: show the message, not a traceback
         raise SystemExit(f"error: {err}") from err
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

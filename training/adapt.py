@@ -16,23 +16,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.config import DEFAULT_BASE, AdaptConfig, PretrainConfig, SiameseConfig
+from training.config import AdaptConfig, PretrainConfig, SiameseConfig, resolve_base
 from training.pretrain import pretrain
 from training.siamese import train_siamese
 
 logger = logging.getLogger(__name__)
-
-
-def resolve_base(base: str) -> Path:
-    """`default` means all-MiniLM-L6-v2 from its package; anything else is a local folder."""
-    if base == DEFAULT_BASE:
-        from indexer.embedding import default_model_path
-
-        return default_model_path()
-    path = Path(base)
-    if not path.is_dir():
-        raise ValueError(f"Base model folder {base!r} not found. Pass a BERT or SentenceTransformer folder, or 'default'.")
-    return path
 
 
 @dataclass(frozen=True)

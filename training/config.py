@@ -280,8 +280,22 @@ class CrossEncoderConfig:
             raise ValueError(f"pooling {self.pooling!r} is not one of {', '.join(CROSS_ENCODER_POOLINGS)}.")
 
 
-# `training adapt`: "default" names all-MiniLM-L6-v2 from its package.
+# `training adapt`'s --base when none is given: all-MiniLM-L6-v2 from its package (`ModelSpec`).
 DEFAULT_BASE = "default"
+
+
+def resolve_base(base: str | Path) -> Path:
+    """The folder a --base names, through `ModelSpec.resolve` as indexing and search name models:
+    "default" or "all-MiniLM-L6-v2" is the default bi-encoder, anything else a local folder."""
+    from indexer.model_spec import ModelSpec
+
+    try:
+        return ModelSpec.resolve(str(base)).path
+    except FileNotFoundError as err:
+        raise ValueError(
+            f"Base model folder {str(base)!r} not found. Pass a BERT or SentenceTransformer folder, "
+            f"or '{DEFAULT_BASE}' for all-MiniLM-L6-v2."
+        ) from err
 
 
 @dataclass(frozen=True)

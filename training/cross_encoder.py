@@ -27,8 +27,8 @@ from data.pairs import iter_pairs
 from data.raw_text import iter_documents
 from data.sick import iter_sick
 from data.stsb import MAX_SCORE, iter_stsb
-from training.config import CrossEncoderConfig
-from training.negatives import BM25NegativeMiner, NegativeMiner, RandomNegativeMiner
+from training.config import CrossEncoderConfig, resolve_base
+from training.negatives import BM25NegativeMiner, NegativeMiner, RandomNegativeMiner, mine_negatives
 from training.self_supervised import inverse_cloze_pairs, title_body_pairs
 from training.siamese_data import beir_rows, detect_source
 
@@ -50,8 +50,8 @@ def with_negatives(
     for query, passage in positives:
         by_query[query].add(passage)
     rows = [{"query": query, "passage": passage, "label": 1.0} for query, passage in positives]
-    for query, relevant in by_query.items():
-        rows += [{"query": query, "passage": negative, "label": 0.0} for negative in miner.mine(query, relevant, count, rng)]
+    for query, negatives in mine_negatives(miner, by_query, count, rng).items():
+        rows += [{"query": query, "passage": negative, "label": 0.0} for negative in negatives]
     return rows
 
 
@@ -69,7 +69,7 @@ def _document_rows(path: Path, rng: np.random.Generator, count: int, depth: int 
 
 
 def _beir_positives(path: Path, rng: np.random.Generator) -> list[tuple[str, str]]:
-    """(query, "title. text") for every relevant document of the train qrels, as the reranker reads passages."""
+    """(query, `passage_text(title, text)`) for every relevant document of the train qrels, as the reranker reads it."""
     rows = beir_rows(path, "mnrl", rng)
     return [(row["anchor"], row["positive"]) for row in rows]
 
@@ -139,7 +139,7 @@ def _new_cross_encoder(base: Path, config: CrossEncoderConfig, config_kwargs: di
 
 
 def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None = None) -> CrossEncoderResult:
-    base = Path(config.base)
+    base = resolve_base(config.base)
     layers = _base_layers(base)
     if config.num_layers is not None and config.num_layers > layers:
         raise ValueError(f"num_layers ({config.num_layers}) exceeds the {layers} layers of {base}; pass at most {layers}.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from transformers import (
 
 from data.raw_text import iter_documents
 from training.checkpoint import list_checkpoints, load_latest_checkpoint, save_checkpoint
-from training.config import PRESETS, SPECIAL_TOKENS, PretrainConfig
+from training.config import PRESETS, SPECIAL_TOKENS, PretrainConfig, resolve_base
 from training.masking import IGNORE_INDEX, MaskingVocab, mask_tokens
 from training.pretrain_data import ExampleStream, TokenizedDocument, collate, tokenize_documents
 
@@ -190,6 +190,8 @@ def build_optimizer(model: torch.nn.Module, config: PretrainConfig) -> torch.opt
 
 
 def pretrain(config: PretrainConfig) -> PretrainResult:
+    if config.base is not None:  # "default" names all-MiniLM-L6-v2, as everywhere else
+        config = replace(config, base=resolve_base(config.base))
     tokenizer = load_tokenizer(config)
     vocab = masking_vocab(tokenizer)
     pad_id, cls_id, sep_id = tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id

@@ -8,7 +8,7 @@ from pathlib import Path
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-from training.config import POOLINGS
+from training.config import POOLINGS, resolve_base
 
 logger = logging.getLogger(__name__)
 
@@ -18,10 +18,10 @@ def is_sentence_transformer_folder(path: Path | str) -> bool:
 
 
 def load_sentence_model(base: str | Path, pooling: str | None = None, max_seq_length: int | None = None) -> SentenceTransformer:
-    """A SentenceTransformer whose pooling is `pooling` (or the folder's own, else mean)."""
+    """A SentenceTransformer whose pooling is `pooling` (or the folder's own, else mean); `base` as `resolve_base`."""
     if pooling is not None and pooling not in POOLINGS:
         raise ValueError(f"Unknown pooling {pooling!r}. Valid: {', '.join(POOLINGS)}.")
-    path = Path(base)
+    path = resolve_base(base)
     if is_sentence_transformer_folder(path):
         model = SentenceTransformer(str(path), device="cpu")
         if pooling is not None:

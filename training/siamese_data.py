@@ -19,6 +19,7 @@ from data.pairs import SCHEMAS, iter_pairs, peek_columns
 from data.raw_text import iter_documents, open_text
 from data.sick import iter_sick
 from data.stsb import MAX_SCORE, iter_stsb
+from indexer.passage_text import passage_text
 from training.self_supervised import inverse_cloze_pairs, title_body_pairs
 
 logger = logging.getLogger(__name__)
@@ -136,7 +137,7 @@ def beir_rows(path: Path, objective: str, rng: np.random.Generator) -> list[dict
     pool: list[str] = []
     for document in iter_beir_corpus(path):
         doc_id, title, text = _beir_fields(document)
-        passage = f"{title}. {text}" if title and text else (title or text)
+        passage = passage_text(title, text)  # as the indexer embeds it and the reranker reads it
         pool.append(passage)
         if doc_id in wanted:
             texts[doc_id] = passage

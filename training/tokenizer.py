@@ -22,6 +22,7 @@ from tokenizers import (
 from transformers import BertTokenizer
 
 from data.raw_text import iter_documents
+from indexer.passage_text import passage_text
 from training.config import SPECIAL_TOKENS, TokenizerConfig
 
 logger = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ logger = logging.getLogger(__name__)
 def _texts(config: TokenizerConfig) -> Iterator[str]:
     documents = itertools.islice(iter_documents(config.corpus), config.max_documents)
     for document in documents:
-        text = f"{document.title}\n{document.text}" if document.title else document.text
+        text = passage_text(document.title, document.text)
         if text.strip():
             yield text
 

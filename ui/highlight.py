@@ -1,27 +1,21 @@
 """Mark query terms in a result passage and trim it to the part that matches best.
 
-Dense retrieval matches meaning, not words, so a passage may hold none of the
-query's words; the snippet then shows the passage's start unmarked. Output is
-Streamlit Markdown with every other character escaped, so passages that hold
-Markdown, LaTeX dollars or HTML show as plain text.
+Words are matched as BM25 matches them (`indexer.bm25_terms`: the same token
+pattern, stop words and Snowball stemmer), so a marked word is one a BM25
+search counted, whatever mode ran. Dense retrieval matches meaning, not words,
+so a passage may hold none of the query's words; the snippet then shows the
+passage's start unmarked. Output is Streamlit Markdown with every other
+character escaped, so passages that hold Markdown, LaTeX dollars or HTML show
+as plain text.
 """
 
 from __future__ import annotations
 
-import re
 import string
 from dataclasses import dataclass
 
-# Words too common to be worth marking.
-_STOPWORDS_TEXT = """
-a an and are as at be but by can do does for from how i if in into is it its me my no not of on or
-so such than that the their then there these they this to was we what when where which who why will
-with you your
-"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-_WORD = re.compile(r"\w+")
-_ES_AFTER = ("ses", "xes", "zes", "ches", "shes")
-_MIN_STEM = 3
+from indexer import bm25_terms
+
 _MD_ESCAPE = {ch: "\\" + ch for ch in string.punctuation}
 # Bold coloured text: a background chip adds padding that reads as extra spaces.
 HIGHLIGHT = ":orange[**{}**]"
@@ -30,49 +24,24 @@ ELLIPSIS = "…"
 
 @dataclass(frozen=True)
 class TermMatch:
-    """One occurrence in the text: `text[start:end]` is a word that begins with `term`."""
+    """One occurrence in the text: `text[start:end]` is a word whose BM25 stem is `term`."""
 
     start: int
     end: int
     term: str
 
 
-def _stem(word: str) -> str:
-    """Strip one English inflection ("opened", "files", "classes") if a stem of 3+ letters is left."""
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
-            return word[: -len(suffix)]
-    if word.endswith(_ES_AFTER) and len(word) - 2 >= _MIN_STEM:
-        return word[:-2]
-    if word.endswith("s") and not word.endswith("ss") and len(word) - 1 >= _MIN_STEM:
-        return word[:-1]
-    return word
-
-
 def query_terms(query: str) -> list[str]:
-    """The query's content words, lower-cased and lightly stemmed, in query order, no repeats."""
-    terms: list[str] = []
-    for word in _WORD.findall(query.lower()):
-        if word in STOPWORDS or (len(word) < 2 and not word.isdigit()):
-            continue
-        stem = _stem(word)
-        if stem not in terms:
-            terms.append(stem)
-    return terms
+    """The BM25 terms of the query (stems of its non-stop words), in query order, no repeats."""
+    return list(dict.fromkeys(term for _, _, term in bm25_terms(query)))
 
 
 def find_matches(text: str, terms: list[str]) -> list[TermMatch]:
-    """Every word of `text` that starts with a term (so "open" marks "opens", "opened")."""
-    if not terms:
+    """Every word of `text` whose BM25 stem is one of `terms` (so "open" marks "opens", "opened")."""
+    wanted = set(terms)
+    if not wanted:
         return []
-    by_length = sorted(set(terms), key=len, reverse=True)
-    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, by_length)) + r")\w*", re.IGNORECASE)
-    matches = []
-    for found in pattern.finditer(text):
-        word = found.group().lower()
-        term = next(t for t in by_length if word.startswith(t))
-        matches.append(TermMatch(found.start(), found.end(), term))
-    return matches
+    return [TermMatch(start, end, term) for start, end, term in bm25_terms(text) if term in wanted]
 
 
 def best_window(text: str, matches: list[TermMatch], width: int) -> tuple[int, int]:

@@ -7,6 +7,7 @@ the same name updates its document instead of adding a second one.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -14,6 +15,8 @@ from pathlib import Path, PurePosixPath
 from indexer import BuildReport, IndexConfig, build_index
 
 UPLOADS_DIR = "uploads"
+# The longest file name (in bytes) that ext4, XFS, APFS and NTFS all accept.
+MAX_NAME_BYTES = 255
 ACCEPTED_TYPES = ("txt", "md", "jsonl", "csv")
 # Files that hold many documents: one bad record does not mean the whole file was skipped.
 RECORD_SUFFIXES = (".jsonl", ".csv")
@@ -35,7 +38,8 @@ def uploads_dir(index_dir: Path) -> Path:
 
 
 def safe_upload_name(name: str) -> str:
-    """The name to save an upload under: no folders (a browser may send a path), no leading dot.
+    """The name to save an upload under: no folders (a browser may send a path), no leading dot,
+    and at most `MAX_NAME_BYTES` bytes of UTF-8.
 
     The indexer skips hidden files, so ".notes.txt" is saved as "notes.txt".
     """
@@ -44,7 +48,29 @@ def safe_upload_name(name: str) -> str:
         raise ValueError(
             f"The uploaded file name {name!r} has no usable name; rename the file and upload it again."
         )
-    return base
+    return fit_name(base)
+
+
+def fit_name(name: str, limit: int = MAX_NAME_BYTES) -> str:
+    """`name`, or a shortened one that fits `limit` UTF-8 bytes, which file systems allow a name.
+
+    A shortened name keeps its extension (the indexer reads files by it), is cut
+    between characters, never inside one, and ends in a hash of the whole name,
+    so two long names that begin alike stay two files, and uploading the same
+    file again replaces it.
+    """
+    if len(name.encode("utf-8")) <= limit:
+        return name
+    stem, suffix = name, ""
+    if "." in name.strip("."):
+        stem, _, extension = name.rpartition(".")
+        suffix = "." + extension
+    if len(suffix.encode("utf-8")) > limit // 4:  # not a real extension: a dot inside a long name
+        stem, suffix = name, ""
+    tag = "-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
+    room = limit - len(tag.encode("utf-8")) - len(suffix.encode("utf-8"))
+    cut = stem.encode("utf-8")[:room].decode("utf-8", errors="ignore").rstrip(" .")
+    return f"{cut}{tag}{suffix}"
 
 
 def save_uploads(files: Iterable[tuple[str, bytes]], folder: Path) -> list[str]:

@@ -75,3 +75,12 @@ def test_shared_corpora_parse() -> None:
     assert len(wiki) == 200 and all(d.title and not d.text.startswith(d.title + "\n") for d in wiki if d.text)
     news = list(itertools.islice(iter_documents(CORPUS / "enwikinews.jsonl.gz"), 200))
     assert len(news) == 200 and sum(bool(d.text) for d in news) > 50
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_jsonl_splits_lines_on_newline_only(tmp_path: Path, suffix: str) -> None:
+    # U+2028/U+0085 may stand raw in a JSON string, and a lone "\r" is JSON whitespace.
+    data = '{"id": "a", "text": "x\u2028y\u0085z"}\r\n{"id": "b",\r"text": "w"}\n'.encode()
+    path = tmp_path / f"c{suffix}"
+    path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    assert [(d.id, d.text) for d in iter_documents(path)] == [("a", "x\u2028y\u0085z"), ("b", "w")]

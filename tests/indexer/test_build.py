@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 
 import numpy as np
 import pytest
-from sqlalchemy.orm import Session
 
-from indexer import BadInputError, IndexConfig, IndexMismatchError, build_index
-from indexer.bm25_store import BM25Store
+from indexer import BadInputError, Index, IndexConfig, IndexMismatchError, build_index
 from indexer.faiss_store import VectorStore
-from indexer.schema import PassageRow
-from indexer.sql_store import count_passages, default_db_url, index_info, make_engine
 
 
 def store_state(index_dir):
@@ -22,25 +17,21 @@ def store_state(index_dir):
 
     Also checks that the committed BM25 index holds exactly the SQL passage ids.
     """
-    engine = make_engine(default_db_url(index_dir))
-    with Session(engine) as session:
-        sql_ids = sorted(session.scalars(PassageRow.__table__.select().with_only_columns(PassageRow.id)))
-        info = index_info(session)
-        faiss_ids = sorted(VectorStore.load(index_dir / info.vector_file).ids().tolist())
-        bm25_ids = sorted(BM25Store.load(index_dir / info.bm25_dir).ids().tolist())
-        assert count_passages(session) == len(sql_ids)
-    engine.dispose()
+    with sqlite3.connect(index_dir / "store.sqlite") as db:
+        sql_ids = sorted(row[0] for row in db.execute("SELECT id FROM semsearch_passages"))
+    db.close()
+    with Index.open(index_dir) as index:
+        snap = index.snapshot()
+        faiss_ids = sorted(snap.vectors.ids().tolist())
+        bm25_ids = sorted(snap.bm25.ids().tolist())
+        assert snap.info.passages == len(sql_ids)
     assert bm25_ids == sql_ids, "BM25 must index exactly the committed passages"
     return sql_ids, faiss_ids
 
 
 def committed_files(index_dir) -> tuple[str, str]:
-    engine = make_engine(default_db_url(index_dir))
-    with Session(engine) as session:
-        info = index_info(session)
-        files = (info.vector_file, info.bm25_dir)
-    engine.dispose()
-    return files
+    with Index.open(index_dir) as index:
+        return index.info.vector_file, index.info.bm25_dir
 
 
 def config(source, index_dir, model, **kw):
@@ -95,34 +86,24 @@ def test_bm25_follows_adds_changes_and_deletes(topic_corpus, tmp_path, tiny_mode
     assert not (index_dir / bm25_dir).exists(), "stale BM25 folders are removed"
 
 
-def test_index_from_before_bm25_gets_it_on_the_next_build(topic_corpus, tmp_path, tiny_model):
-    """An older index: its info table lacks `bm25_dir`. Dense search still works, BM25 says how
-    to fix it, and the next build adds BM25 without re-embedding or replacing the vectors."""
+def test_index_of_an_older_format_asks_for_a_rebuild_and_rebuild_works(topic_corpus, tmp_path, tiny_model):
+    """An index whose info table predates the current format: opening and plain builds say to
+    rebuild; --rebuild drops the old tables and starts afresh."""
     from search import Searcher
-    from search.errors import IndexUnreadableError
 
     index_dir = tmp_path / "idx"
     build_index(config(topic_corpus, index_dir, tiny_model))
-    vector_file, bm25_dir = committed_files(index_dir)
     with sqlite3.connect(index_dir / "store.sqlite") as db:
-        db.execute("ALTER TABLE semsearch_index_info DROP COLUMN bm25_dir")
+        db.execute("ALTER TABLE semsearch_index_info DROP COLUMN format")
     db.close()
-    shutil.rmtree(index_dir / bm25_dir)
-
-    old = Searcher(index_dir)
-    assert not old.has_bm25
-    assert len(old.search("bread", mode="dense")) == 4
-    assert old.search_detailed("bread").mode == "dense", "the default mode falls back to dense"
-    with pytest.raises(IndexUnreadableError, match=r"has no BM25 index .*`python -m indexer build"):
-        old.search("bread", mode="hybrid")
-
-    report = build_index(config(topic_corpus, index_dir, tiny_model))
-    assert report.passages_embedded == 0 and report.documents_unchanged == 4
-    assert committed_files(index_dir)[0] == vector_file, "the vectors were left alone"
+    with pytest.raises(IndexMismatchError, match=r"older version of semsearch.*--rebuild"):
+        Searcher(index_dir)
+    with pytest.raises(IndexMismatchError, match=r"older version of semsearch.*--rebuild"):
+        build_index(config(topic_corpus, index_dir, tiny_model))
+    report = build_index(config(topic_corpus, index_dir, tiny_model, rebuild=True))
+    assert report.documents_added == 4
     sql_ids, faiss_ids = store_state(index_dir)
-    assert sql_ids == faiss_ids
-    assert old.refresh() is True and old.has_bm25
-    assert [h.doc_id for h in old.search("bread", mode="bm25")] == ["baking.txt"]
+    assert sql_ids == faiss_ids and len(sql_ids) == 4
 
 
 def test_long_documents_are_split_not_truncated(tmp_path, tiny_model):
@@ -131,20 +112,19 @@ def test_long_documents_are_split_not_truncated(tmp_path, tiny_model):
     source.write_text(json.dumps({"id": "long", "title": "Long", "text": text}) + "\n")
     report = build_index(config(source, tmp_path / "idx", tiny_model, overlap_tokens=4))
     assert report.total_passages > 1
-    engine = make_engine(default_db_url(tmp_path / "idx"))
-    with Session(engine) as session:
-        rows = session.query(PassageRow).order_by(PassageRow.ordinal).all()
-        assert rows[0].start_char == 0 and rows[-1].end_char == len(text)
-        for row in rows:
-            assert text[row.start_char : row.end_char] == row.text
-            assert row.document.doc_key == "long"
-    engine.dispose()
+    with Index.open(tmp_path / "idx") as index:
+        records = sorted(index.passages(index.vectors.ids()).values(), key=lambda r: r.start_char)
+    assert len(records) == report.total_passages
+    assert records[0].start_char == 0 and records[-1].end_char == len(text)
+    for record in records:
+        assert text[record.start_char : record.end_char] == record.text
+        assert record.doc_id == "long"
 
 
 def test_other_model_into_existing_index_suggests_rebuild(topic_corpus, tmp_path, tiny_model, tiny_model_dir):
     index_dir = tmp_path / "idx"
     build_index(config(topic_corpus, index_dir, tiny_model))
-    with pytest.raises(IndexMismatchError, match="pass --rebuild"):
+    with pytest.raises(IndexMismatchError, match="it is another model, .*pass --rebuild"):
         build_index(config(topic_corpus, index_dir, str(tiny_model_dir)))
     rebuilt = build_index(config(topic_corpus, index_dir, str(tiny_model_dir), rebuild=True))
     assert rebuilt.documents_added == 4
@@ -207,9 +187,7 @@ def test_passage_tokens_that_do_not_fit_the_model_are_rejected(topic_corpus, tmp
 def test_vectors_are_unit_norm(topic_corpus, tmp_path, tiny_model):
     index_dir = tmp_path / "idx"
     build_index(config(topic_corpus, index_dir, tiny_model))
-    engine = make_engine(default_db_url(index_dir))
-    with Session(engine) as session:
-        store = VectorStore.load(index_dir / index_info(session).vector_file)
-    engine.dispose()
+    with Index.open(index_dir) as index:
+        store = index.vectors
     scores, _ = store.search(np.eye(store.dim, dtype=np.float32)[:1], store.ntotal)
     assert np.all(np.abs(scores) <= 1.0 + 1e-5)

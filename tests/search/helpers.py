@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 # A document whose only link to its query is a code: BM25 matches it exactly, while the
@@ -32,3 +33,12 @@ def build_tiny_cross_encoder(folder: Path, initializer_range: float = 0.02) -> s
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+def without_bm25(monkeypatch) -> None:
+    """Every `Index` opened from here on loads its builds without their BM25 part, as an index
+    without BM25 would (the indexer itself always writes one)."""
+    from indexer.index import Index
+
+    loaded = Index.snapshot
+    monkeypatch.setattr(Index, "snapshot", lambda self: dataclasses.replace(loaded(self), bm25=None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from search.__main__ import main
-from tests.search.helpers import CODE_QUERY
+from tests.search.helpers import CODE_QUERY, without_bm25
 
 
 def test_cli_searches_in_each_mode(tiny_index, capsys):
@@ -24,3 +24,23 @@ def test_cli_reranks_and_reports_both_scores(tiny_index, tiny_cross_encoder, cap
     assert "(retriever " in captured.out and "reranked the top 4" in captured.err
     assert main([*argv, "--candidates", "1"]) == 2
     assert "k (2) is greater than candidates (1); raise --candidates or lower k." in capsys.readouterr().err
+
+
+def test_cli_reranker_choice_and_bad_k(tiny_index, tiny_cross_encoder, capsys):
+    argv = ["bread", "--index", str(tiny_index), "-k", "2"]
+    assert main([*argv, "--rerank-model", tiny_cross_encoder, "--no-rerank"]) == 0
+    assert "reranked" not in capsys.readouterr().err
+    assert main([*argv, "--rerank-model", "none"]) == 0
+    assert "reranked" not in capsys.readouterr().err
+    assert main([*argv, "--rerank", "--rerank-model", "none"]) == 2
+    assert "Reranking needs a reranker, but the reranker is turned off ('none')" in capsys.readouterr().err
+    assert main(["bread", "--index", str(tiny_index), "-k", "1001"]) == 2
+    assert "k (1001) must be at least 1 and at most 1000." in capsys.readouterr().err
+
+
+def test_cli_on_an_index_without_bm25(tiny_index, monkeypatch, capsys):
+    without_bm25(monkeypatch)
+    assert main(["bread", "--index", str(tiny_index), "--json"]) == 0
+    assert {json.loads(line)["mode"] for line in capsys.readouterr().out.splitlines()} == {"dense"}
+    assert main(["bread", "--index", str(tiny_index), "--mode", "bm25"]) == 2
+    assert f"mode 'bm25' cannot run. Run `python -m indexer repair --index {tiny_index}`" in capsys.readouterr().err

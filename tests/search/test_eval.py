@@ -4,7 +4,10 @@ import json
 
 import pytest
 
-from search.eval import EvalConfig, evaluate, main
+from data.beir import load_beir_queries
+from indexer import IndexConfig, build_index
+from search import CrossEncoderReranker, Searcher
+from search.eval import EvalConfig, evaluate, evaluate_searcher, main, run_queries
 
 
 @pytest.fixture()
@@ -81,3 +84,36 @@ def test_eval_rejects_bad_mode_and_candidates(tiny_beir, tmp_path, capsys):
     assert EvalConfig(beir_dir=tiny_beir, index_dir=tmp_path, rerank_model="ce").rerank_candidates == 50
     assert main(["--beir", str(tiny_beir), "--index", str(tmp_path), "--candidates", "20"]) == 2
     assert "only matters when reranking; add --rerank or --rerank-model PATH" in capsys.readouterr().err
+
+
+def test_eval_reranked_run_is_search_detailed_with_keep_tail(tiny_beir, tmp_path, tiny_model, tiny_cross_encoder):
+    index = tmp_path / "idx"
+    build_index(IndexConfig(source=tiny_beir, index_dir=index, model=tiny_model, show_progress=False))
+    reranker = CrossEncoderReranker(tiny_cross_encoder)
+    searcher = Searcher(index, reranker=reranker)
+    queries = load_beir_queries(tiny_beir)
+    rankings, stages = run_queries(searcher, queries, ["q1", "q2"], depth=100, rerank=True, candidates=2)
+    for qid in ("q1", "q2"):
+        detailed = searcher.search_detailed(queries[qid], k=100, rerank=True, candidates=2, keep_tail=True)
+        assert detailed.reranked == 2 and len(detailed.hits) == 3
+        assert rankings[qid] == [hit.doc_id for hit in detailed.hits]
+        # ...which is the retriever's ranking with its top 2 reranked and the rest left in order.
+        plain = searcher.search_detailed(queries[qid], k=100, rerank=False).hits
+        assert rankings[qid] == [hit.doc_id for hit in reranker.rerank(queries[qid], plain[:2]) + plain[2:]]
+    assert all(seconds > 0 for seconds in stages["rerank"]) and len(stages[""]) == 2
+    unreranked, stages = run_queries(searcher, queries, ["q1"], rerank=False)
+    assert unreranked["q1"] == [hit.doc_id for hit in searcher.search("volcanic eruption", k=100, rerank=False)]
+    assert stages["rerank"] == [0.0]
+    metrics = evaluate_searcher(searcher, queries, {"q1": {"d1": 1}}, rerank=True, candidates=2)
+    assert metrics["latency_rerank_p50_ms"] > 0 and metrics["queries"] == 1
+
+
+def test_eval_follows_the_app_rule_for_reranking(tiny_beir, tmp_path, tiny_model, tiny_cross_encoder, capsys):
+    argv = ["--beir", str(tiny_beir), "--index", str(tmp_path / "idx"), "--model", tiny_model, "--json"]
+    assert main([*argv, "--build", "--rerank-model", tiny_cross_encoder, "--no-rerank"]) == 0
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metrics["latency_rerank_p95_ms"] == 0.0, "--no-rerank wins over a named model"
+    assert main([*argv, "--rerank-model", "none", "--candidates", "2"]) == 2
+    assert "candidates (2) only matters when reranking" in capsys.readouterr().err
+    assert main([*argv, "--rerank", "--rerank-model", "none"]) == 2
+    assert "Reranking needs a reranker, but the reranker is turned off ('none')" in capsys.readouterr().err

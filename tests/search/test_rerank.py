@@ -6,9 +6,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from search.config import SHIPPED_RERANKER, RerankConfig
+from indexer.passage_text import passage_text
+from search.config import SHIPPED_RERANKER, RerankConfig, shipped_reranker
 from search.hits import Hit
-from search.rerank import CrossEncoderReranker, fuse_ranks, rerank_input
+from search.rerank import (
+    CrossEncoderReranker,
+    RerankerChoice,
+    fuse_ranks,
+    load_rerank_config,
+    resolve_reranker,
+    save_rerank_config,
+)
 from tests.search.helpers import build_tiny_cross_encoder
 
 TEXTS = [
@@ -34,24 +42,7 @@ def float_reranker(tiny_cross_encoder) -> CrossEncoderReranker:
     return CrossEncoderReranker(tiny_cross_encoder, RerankConfig(quantize=False))
 
 
-# --- rerank_input and fuse_ranks ------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("title", "text", "expected"),
-    [
-        ("Volcanoes", "Lava and ash.", "Volcanoes. Lava and ash."),
-        ("", "Lava and ash.", "Lava and ash."),
-        ("   ", "Lava and ash.", "Lava and ash."),
-        ("Lava", "Lava and ash.", "Lava and ash."),  # the text already opens with its title
-        ("  Volcanoes ", "  Lava and ash.  ", "Volcanoes. Lava and ash."),
-        ("Volcanoes", "volcanoes erupt", "Volcanoes. volcanoes erupt"),  # the check is case-sensitive
-        ("Do volcanoes erupt?", "Lava and ash.", "Do volcanoes erupt? Lava and ash."),
-        ("Stem cells.", "Lava and ash.", "Stem cells. Lava and ash."),  # no second full stop
-    ],
-)
-def test_rerank_input_prefixes_the_title_once(title: str, text: str, expected: str) -> None:
-    assert rerank_input(title, text) == expected
+# --- the passage text and fuse_ranks -------------------------------------------------------------
 
 
 def test_fuse_ranks_matches_hand_computed_scores() -> None:
@@ -84,6 +75,7 @@ def test_rerank_config_defaults_and_shipped_path() -> None:
     config = RerankConfig()
     assert (config.max_length, config.batch_size, config.quantize, config.retriever_weight, config.rrf_k) == (
         128, 64, True, 0.0, 60)
+    assert config.enabled_by_default is False, "a reranker has to earn its place"
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.batch_size = 2  # type: ignore[misc]
     RerankConfig(max_length=8, batch_size=1, retriever_weight=1.0, rrf_k=0)  # the edges are valid
@@ -134,7 +126,8 @@ def test_scores_are_raw_model_scores_of_title_and_text_in_hit_order(float_rerank
     texts = ["Lava and ash.", "A goal in the final.", "Bread dough rises.", "Interest rates rose."]
     hits = _hits(texts, titles)
     scores = float_reranker.scores("volcano", hits)
-    read = ["Volcanoes. Lava and ash.", "A goal in the final.", "Bread dough rises.", "Markets. Interest rates rose."]
+    read = ["Volcanoes\nLava and ash.", "A goal in the final.", "Bread dough rises.", "Markets\nInterest rates rose."]
+    assert read == [passage_text(title, text) for title, text in zip(titles, texts, strict=True)]
     assert scores == pytest.approx([float(s) for s in float_reranker.model.predict([("volcano", p) for p in read])])
     without_title = float(float_reranker.model.predict([("volcano", "Lava and ash.")])[0])
     assert scores[0] != without_title, "the title is part of what the model reads"
@@ -255,3 +248,64 @@ def test_float16_folder_is_read_in_float32(spread_cross_encoder, tmp_path):
     assert quantized_half.quantized is True
     assert np.max(np.abs(np.subtract(quantized_half.scores("volcano", hits), full_scores))) < 0.2 * (
         max(full_scores) - min(full_scores))
+
+
+# --- resolve_reranker: the one rule for the CLI, the eval and the app -----------------------------
+
+needs_shipped = pytest.mark.skipif(shipped_reranker() is None, reason="models/reranker is not in this checkout")
+
+
+@needs_shipped
+def test_shipped_reranker_follows_its_config_which_leaves_it_off() -> None:
+    assert load_rerank_config(SHIPPED_RERANKER).enabled_by_default is False  # measured worse (README)
+    choice = resolve_reranker()
+    assert choice == RerankerChoice(SHIPPED_RERANKER, False, load_rerank_config(SHIPPED_RERANKER))
+    assert resolve_reranker(None, None) == choice
+
+
+@needs_shipped
+def test_rerank_flag_turns_the_shipped_reranker_on_and_no_rerank_off() -> None:
+    on = resolve_reranker(rerank=True)
+    assert (on.path, on.enabled, on.config) == (SHIPPED_RERANKER, True, load_rerank_config(SHIPPED_RERANKER))
+    assert resolve_reranker(rerank=False).enabled is False
+
+
+def test_shipped_default_is_read_from_its_config_file(tmp_path, monkeypatch) -> None:
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    monkeypatch.setattr("search.rerank.shipped_reranker", lambda: shipped)
+    assert resolve_reranker().enabled is False, "no rerank_config.json: RerankConfig's default, off"
+    save_rerank_config(shipped, RerankConfig(enabled_by_default=True))
+    assert resolve_reranker() == RerankerChoice(shipped, True, RerankConfig(enabled_by_default=True))
+    assert resolve_reranker(rerank=False).enabled is False
+
+
+def test_a_named_model_is_on_unless_turned_off(tiny_cross_encoder, tmp_path) -> None:
+    named = resolve_reranker(None, tiny_cross_encoder)
+    assert (named.path, named.enabled) == (Path(tiny_cross_encoder), True)
+    assert isinstance(named.load(), CrossEncoderReranker)
+    assert resolve_reranker(True, tiny_cross_encoder).enabled is True
+    off = resolve_reranker(False, tiny_cross_encoder)
+    assert (off.path, off.enabled) == (Path(tiny_cross_encoder), False), "still offered, e.g. for a toggle"
+    folder = tmp_path / "measured_worse"
+    folder.mkdir()
+    save_rerank_config(folder, RerankConfig(max_length=32, enabled_by_default=False))
+    measured = resolve_reranker(None, str(folder))
+    assert measured.enabled is True, "naming a model asks for it, whatever its measurement says"
+    assert measured.config == RerankConfig(max_length=32, enabled_by_default=False)
+
+
+@pytest.mark.parametrize("none", ["none", "None", " off ", "0"])
+def test_none_means_no_reranker(none: str) -> None:
+    choice = resolve_reranker(None, none)
+    assert choice == RerankerChoice(None, False) and choice.load() is None
+    assert resolve_reranker(False, none) == RerankerChoice(None, False)
+    with pytest.raises(ValueError, match=rf"Reranking needs a reranker, but the reranker is turned off \({none!r}\)"):
+        resolve_reranker(True, none)
+
+
+def test_rerank_without_a_shipped_reranker_says_what_to_pass(monkeypatch) -> None:
+    monkeypatch.setattr("search.rerank.shipped_reranker", lambda: None)
+    assert resolve_reranker() == RerankerChoice(None, False)
+    with pytest.raises(ValueError, match=r"but .*models/reranker is missing\. Pass --rerank-model PATH"):
+        resolve_reranker(rerank=True)

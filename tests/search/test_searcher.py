@@ -98,7 +98,7 @@ def test_deleted_vector_file_is_a_search_error_with_the_fix(real_index):
 
     for path in real_index.glob("vectors-*.faiss"):
         path.unlink()
-    with pytest.raises(IndexUnreadableError, match="--rebuild"):
+    with pytest.raises(IndexUnreadableError, match=f"is damaged.*python -m indexer repair --index {real_index}"):
         Searcher(real_index)
 
 
@@ -129,8 +129,8 @@ def test_bad_mode_rerank_and_candidates_are_clear_errors(tiny_index, tiny_cross_
 
 
 def test_rerank_reorders_candidates_by_cross_encoder_score(tiny_index, tiny_cross_encoder):
+    from indexer.passage_text import passage_text
     from search import CrossEncoderReranker
-    from search.rerank import rerank_input
 
     reranker = CrossEncoderReranker(tiny_cross_encoder)
     searcher = Searcher(tiny_index, reranker=reranker)
@@ -142,8 +142,8 @@ def test_rerank_reorders_candidates_by_cross_encoder_score(tiny_index, tiny_cros
 
     result = searcher.search_detailed(query, k=3, mode="dense", candidates=5)
     assert result.reranked == 5 and len(result.hits) == 3
-    # The reranker reads each passage behind its document title, as in training (rerank_input).
-    direct = reranker.model.predict([(query, rerank_input(h.title, h.text)) for h in plain.hits])
+    # The reranker reads each passage behind its document title, as in training (passage_text).
+    direct = reranker.model.predict([(query, passage_text(h.title, h.text)) for h in plain.hits])
     by_cross_encoder = [plain.hits[i].doc_id for i in sorted(range(5), key=lambda i: -direct[i])]
     assert [h.doc_id for h in result.hits] == by_cross_encoder[:3]
     assert [h.rerank_score for h in result.hits] == pytest.approx(sorted(direct, reverse=True)[:3], rel=1e-5)
@@ -178,3 +178,81 @@ def test_bm25_query_without_known_words_finds_nothing(tiny_index):
     searcher = Searcher(tiny_index)
     assert searcher.search("the of and", mode="bm25") == []
     assert len(searcher.search("the of and", mode="hybrid", k=3)) == 3  # dense still ranks
+
+
+# --- input checks, keep_tail, and builds committed by other processes (tiny models) ---------------
+
+
+BAD_COUNTS = [
+    (float("nan"), TypeError, r"must be a whole number between 1 and 1000, not nan \(float\)"),
+    (float("inf"), TypeError, r"must be a whole number between 1 and 1000, not inf \(float\)"),
+    (2.5, TypeError, r"must be a whole number between 1 and 1000, not 2\.5 \(float\)"),
+    (True, TypeError, r"must be a whole number between 1 and 1000, not True \(bool\)"),
+    ("5", TypeError, r"must be a whole number between 1 and 1000, not '5' \(str\)"),
+    (0, ValueError, r"\(0\) must be at least 1 and at most 1000\."),
+    (-3, ValueError, r"\(-3\) must be at least 1 and at most 1000\."),
+    (1001, ValueError, r"\(1001\) must be at least 1 and at most 1000\."),
+]
+
+
+@pytest.mark.parametrize(("value", "error", "message"), BAD_COUNTS)
+@pytest.mark.parametrize("name", ["k", "candidates"])
+def test_k_and_candidates_are_checked_before_anything_is_retrieved(tiny_index, name, value, error, message):
+    searcher = Searcher(tiny_index)
+
+    def no_retrieval(*args, **kwargs):
+        raise AssertionError("retrieval ran before the arguments were checked")
+
+    searcher._retrieve_hits = no_retrieval  # type: ignore[method-assign]
+    searcher.refresh = no_retrieval  # type: ignore[method-assign]
+    with pytest.raises(error, match=rf"^{name} {message}"):
+        searcher.search_detailed("bread", **{name: value})
+    with pytest.raises(error, match=message):
+        SearchConfig(**{"k" if name == "k" else "rerank_candidates": value})
+
+
+def test_largest_k_is_allowed(tiny_index):
+    from search.config import MAX_K
+
+    assert MAX_K == 1000
+    assert len(Searcher(tiny_index).search("bread", k=MAX_K)) == 5
+
+
+def test_keep_tail_reranks_the_top_candidates_and_keeps_the_rest_in_retriever_order(tiny_index, tiny_cross_encoder):
+    from search import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(tiny_cross_encoder)
+    searcher = Searcher(tiny_index, reranker=reranker)
+    query = "bread and volcanoes"
+    plain = searcher.search_detailed(query, k=5, mode="dense", rerank=False)
+    result = searcher.search_detailed(query, k=5, mode="dense", candidates=3, keep_tail=True)
+    assert result.reranked == 3 and len(result.hits) == 5 and result.timings.rerank_s > 0
+    head = reranker.rerank(query, plain.hits[:3])
+    assert [h.doc_id for h in result.hits] == [h.doc_id for h in head + plain.hits[3:]]
+    assert [h.rerank_score for h in result.hits[3:]] == [None, None]
+    assert [h.score for h in result.hits[3:]] == [h.score for h in plain.hits[3:]]
+    cut = searcher.search_detailed(query, k=2, mode="dense", candidates=3, keep_tail=True)
+    assert [h.doc_id for h in cut.hits] == [h.doc_id for h in head[:2]] and cut.reranked == 3
+    with pytest.raises(ValueError, match=r"k \(5\) is greater than candidates \(3\)"):
+        searcher.search_detailed(query, k=5, mode="dense", candidates=3)
+
+
+def test_a_build_committed_elsewhere_is_searched_without_reopening(tiny_index, topic_corpus, tiny_model):
+    from indexer import IndexConfig, build_index
+
+    searcher = Searcher(tiny_index)
+    frozen = Searcher(tiny_index, config=SearchConfig(auto_refresh=False))
+    before = searcher.search_detailed("comet", k=5, mode="bm25")
+    assert before.hits == [] and before.stats.documents == 5
+    (topic_corpus / "comet.txt").write_text("A comet with a bright tail passed close to the Sun.")
+    build_index(IndexConfig(source=topic_corpus, index_dir=tiny_index, model=tiny_model, show_progress=False))
+
+    after = searcher.search_detailed("comet", k=5, mode="bm25")  # auto_refresh: no refresh() call
+    assert [h.doc_id for h in after.hits] == ["comet.txt"]
+    assert after.stats.documents == 6 and after.stats.build_id != before.stats.build_id
+    assert searcher.stats() == after.stats, "the figures shown are those of the build answered"
+    assert frozen.search("comet", k=5, mode="bm25") == [], "auto_refresh=False keeps the loaded build"
+    assert frozen.stats().documents == 5
+    assert frozen.refresh() is True and frozen.refresh() is False
+    assert [h.doc_id for h in frozen.search("comet", k=5, mode="bm25")] == ["comet.txt"]
+    assert frozen.stats() == after.stats

@@ -133,3 +133,15 @@ def test_cross_encoder_config_file_lists_several_sources(tmp_path: Path) -> None
     config = config_from_file(CrossEncoderConfig, path, save_dtype="float16")
     assert config.train == (Path("pairs.jsonl"), Path("docs.jsonl"))
     assert (config.num_layers, config.save_dtype) == (2, "float16")
+
+
+def test_base_models_resolve_through_model_spec(tmp_path: Path) -> None:
+    from indexer.model_spec import ModelSpec
+    from training.config import DEFAULT_BASE, resolve_base
+
+    default = ModelSpec.resolve(None).path
+    assert resolve_base(DEFAULT_BASE) == resolve_base("all-MiniLM-L6-v2") == default
+    assert resolve_base(tmp_path) == resolve_base(str(tmp_path)) == tmp_path.resolve()
+    with pytest.raises(ValueError, match=r"Base model folder 'nowhere' not found. Pass a BERT or SentenceTransformer "
+                                         r"folder, or 'default' for all-MiniLM-L6-v2"):
+        resolve_base("nowhere")

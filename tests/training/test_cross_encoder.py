@@ -12,6 +12,7 @@ import torch
 from safetensors import safe_open
 from sentence_transformers import CrossEncoder
 
+from indexer.passage_text import passage_text
 from search.hits import Hit
 from training.__main__ import main
 from training.config import CrossEncoderConfig
@@ -90,7 +91,7 @@ def test_index_miner_returns_retrieved_non_positives(topic_corpus: Path, tmp_pat
     negatives = miner.mine("lava erupted and bread was baked", {positive}, 2, np.random.default_rng(0))
     assert positive not in negatives
     # The other document BM25 matches, behind its title (the file name) as the reranker reads it.
-    assert negatives[0] == "baking. " + (topic_corpus / "baking.txt").read_text()
+    assert negatives[0] == passage_text("baking", (topic_corpus / "baking.txt").read_text())
     skipping = IndexNegativeMiner(tmp_path / "idx", mode="bm25", skip=1)
     assert skipping.mine("lava erupted and bread was baked", {positive}, 2, np.random.default_rng(0))[:1] != negatives[:1]
     with pytest.raises(ValueError, match=r"skip \(-1\) must be 0 or more"):

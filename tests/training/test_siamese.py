@@ -136,8 +136,8 @@ def test_beir_train_qrels_become_pairs_and_triplets(tmp_path: Path) -> None:
     (beir / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\nq1\td1\t1\nq2\td3\t0\n")
     assert detect_source(beir) == "beir"
     pairs = load_training_dataset(beir, "mnrl", np.random.default_rng(0))
-    assert pairs.to_list() == [{"anchor": "query 0", "positive": "Title 0. passage 0"},
-                               {"anchor": "query 1", "positive": "Title 1. passage 1"}]
+    assert pairs.to_list() == [{"anchor": "query 0", "positive": "Title 0\npassage 0"},  # passage_text(title, text)
+                               {"anchor": "query 1", "positive": "Title 1\npassage 1"}]
     triplets = load_training_dataset(beir, "triplet", np.random.default_rng(0))
     assert all(row["negative"] != row["positive"] for row in triplets)
     with pytest.raises(ValueError, match="Objective 'cosine' cannot train on beir data"):

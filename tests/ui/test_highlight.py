@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import bm25s
 import pytest
+import Stemmer
 
+from indexer.bm25_store import bm25_terms
 from ui.highlight import (
     ELLIPSIS,
     best_window,
@@ -16,22 +19,25 @@ from ui.highlight import (
 
 
 def test_query_terms_drop_stopwords_and_stem() -> None:
-    assert query_terms("How do I open the Files?") == ["open", "file"]
+    # BM25's stop list (Lucene's) keeps "how" and "do"; one-letter words are not tokens.
+    assert query_terms("How do I open the Files?") == ["how", "do", "open", "file"]
     assert query_terms("opened classes uses class") == ["open", "class", "use"]
     assert query_terms("files file FILE") == ["file"]
     assert query_terms("a the of") == []
 
 
-def test_find_matches_marks_word_starts_only() -> None:
+def test_find_matches_marks_words_with_the_same_stem_only() -> None:
     text = "Opening a file opens it; reopen is different."
     words = [text[m.start : m.end] for m in find_matches(text, ["open"])]
     assert words == ["Opening", "opens"]
     assert find_matches(text, []) == []
 
 
-def test_find_matches_takes_terms_literally() -> None:
+def test_find_matches_marks_only_what_bm25_tokenises() -> None:
     text = "Use c++ or cpp here."
-    assert [text[m.start : m.end] for m in find_matches(text, ["c++"])] == ["c++"]
+    # BM25's tokens are runs of two or more word characters: "c++" is no token, "cpp" is.
+    assert query_terms("c++") == []
+    assert [text[m.start : m.end] for m in find_matches(text, query_terms("c++ cpp"))] == ["cpp"]
     assert [m.term for m in find_matches(text, ["use"])] == ["use"]
 
 
@@ -91,3 +97,38 @@ def test_passage_keeps_lines_and_avoids_code_blocks() -> None:
     assert lines[1] == ""
     assert lines[2].startswith("\u00a0" * 4 + "with :orange[**open**]")
     assert not any(line.startswith("    ") for line in lines)
+
+
+HIGHLIGHT_CASES = [
+    ("How do I open the Files?", "Opening files: open() opens a file; the reopened file is closed."),
+    ("volcanic eruption grounded flights", "The volcano erupted and ash grounded every flight in Europe."),
+    ("baking bread", "Bakers bake bread; a baked loaf is a bread. Baking takes an hour."),
+    ("İstanbul ΟΔΟΣ naïve", "Istanbul, İstanbul and the ΟΔΟΣ of a naïve traveller."),
+]
+
+
+@pytest.mark.parametrize(("query", "text"), HIGHLIGHT_CASES)
+def test_bm25_terms_is_the_bm25_analyzer(query: str, text: str) -> None:
+    for sample in (query, text):
+        reference = bm25s.tokenize(
+            [sample], stopwords="en", stemmer=Stemmer.Stemmer("english"), return_ids=False, show_progress=False
+        )[0]
+        assert [term for _, _, term in bm25_terms(sample)] == reference
+
+
+@pytest.mark.parametrize(("query", "text"), HIGHLIGHT_CASES)
+def test_every_highlighted_word_is_one_bm25_matched(query: str, text: str) -> None:
+    from indexer.bm25_store import BM25Store
+
+    matched_stems = set(query_terms(query))
+    markdown = passage_markdown(text, query)
+    marked = [piece.split("**]", 1)[0].replace("\\", "") for piece in markdown.split(":orange[**")[1:]]
+    assert marked, "the example must highlight something"
+    for word in marked:
+        stems = [term for _, _, term in bm25_terms(word)]
+        assert len(stems) == 1 and stems[0] in matched_stems, word
+    assert len(marked) == sum(term in matched_stems for _, _, term in bm25_terms(text)), "and every such word"
+    # ...and BM25 itself scores the passage for the query, through the same terms.
+    store = BM25Store.build([7], [text])
+    scores, ids = store.search(query, 1)
+    assert list(ids) == [7] and scores[0] > 0

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from search import Searcher
-from ui.uploads import index_uploads, safe_upload_name, save_uploads, uploads_dir
+from ui.uploads import (
+    MAX_NAME_BYTES,
+    fit_name,
+    index_uploads,
+    safe_upload_name,
+    save_uploads,
+    uploads_dir,
+)
 
 BINARY = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01"
 
@@ -29,6 +36,41 @@ def test_safe_upload_name_keeps_only_a_visible_file_name(name: str, expected: st
 def test_safe_upload_name_rejects_names_without_a_file(name: str) -> None:
     with pytest.raises(ValueError, match="has no usable name; rename the file"):
         safe_upload_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a" * 300 + ".txt",
+        "é" * 200 + ".md",  # 2 bytes a character: the cut must not split one
+        "日本語の長い題名" * 20 + ".jsonl",  # 3 bytes a character
+        "🙂" * 100 + ".csv",  # 4 bytes a character
+        "x" * 254 + "é.txt",
+        "dots.in.a." + "b" * 300,  # no extension worth keeping
+    ],
+)
+def test_long_upload_names_are_shortened_to_255_bytes_keeping_the_extension(name: str, tmp_path: Path) -> None:
+    saved = safe_upload_name(name)
+    assert MAX_NAME_BYTES == 255
+    assert len(saved.encode("utf-8")) <= 255 and len(saved.encode("utf-8")) >= 240
+    extension = name.rpartition(".")[2]
+    if len(extension) < 10:
+        assert saved.endswith("." + extension)
+    assert saved.encode("utf-8").decode("utf-8") == saved  # whole characters only
+    assert name.startswith(saved.rsplit("-", 1)[0]), "the start of the name is kept"
+    assert safe_upload_name(name) == saved, "the same file maps to the same name"
+    (tmp_path / saved).write_bytes(b"fits")  # the file system takes it (ext4 and tmpfs allow 255 bytes)
+    assert save_uploads([(name, b"data")], tmp_path / "up") == [saved]
+
+
+def test_fit_name_leaves_short_names_and_keeps_long_ones_apart() -> None:
+    assert fit_name("notes.txt") == "notes.txt"
+    exact = "a" * 251 + ".txt"
+    assert fit_name(exact) == exact, "255 bytes fit"
+    one, two = fit_name("a" * 300 + "1.txt"), fit_name("a" * 300 + "2.txt")
+    assert one != two, "names that differ only past the cut stay apart"
+    with pytest.raises(OSError, match="File name too long"):  # what the app hit before
+        Path("/tmp", "a" * 300 + ".txt").write_bytes(b"")
 
 
 def test_save_uploads_writes_bytes_and_replaces_same_name(tmp_path: Path) -> None:
