@@ -33,11 +33,12 @@ from indexer.errors import (
     IndexUnreadableError,
 )
 from indexer.faiss_store import VectorStore
-from indexer.index import BuildMeta, Index, repair_command
+from indexer.index import Index
 from indexer.model_spec import ModelSpec
 from indexer.passage_text import passage_text
 from indexer.plan import Plan, plan
 from indexer.readers import read_documents
+from indexer.records import BuildMeta, repair_command
 
 logger = logging.getLogger(__name__)
 

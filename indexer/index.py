@@ -17,26 +17,18 @@ A crash at any point leaves the previous rows pointing at the previous files.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import fcntl
 import logging
-import os
+import shutil
 import threading
-import time
-import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-from sqlalchemy import Connection, Engine, delete, select
+from sqlalchemy import Connection, Engine, delete
 from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from indexer import sql_store
 from indexer.bm25_store import BM25Store
-from indexer.documents import Document, PassageSpan
 from indexer.errors import (
     IndexBusyError,
     IndexMismatchError,
@@ -44,113 +36,27 @@ from indexer.errors import (
     IndexUnreadableError,
 )
 from indexer.faiss_store import VectorStore
-from indexer.integrity import file_digest, folder_digest, id_checksum
+from indexer.integrity import damaged, verified_bm25, verified_vectors
 from indexer.layout import IndexLayout
 from indexer.manifest import Manifest, read_manifest, write_manifest
 from indexer.model_spec import ModelSpec
-from indexer.passage_text import passage_text
-from indexer.plan import Plan, StoredDocument
-from indexer.schema import SCHEMA_FORMAT, DocumentRow, IndexInfoRow, PassageRow
+from indexer.records import (
+    BuildMeta,
+    CommitResult,
+    IndexInfo,
+    IndexSnapshot,
+    IndexStats,
+    PassageRecord,
+    build_command,
+    repair_command,
+)
+from indexer.schema import SCHEMA_FORMAT, DocumentRow, PassageRow
+from indexer.transaction import BuildTransaction, folder_lock
 
 logger = logging.getLogger(__name__)
 
 # A refresh that races a build deleting the files it just read retries this often.
 _LOAD_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class IndexInfo:
-    """The committed build, as its info row records it."""
-
-    owner: str
-    owner_path: str
-    build_id: str
-    model: str
-    model_fingerprint: str
-    dimension: int
-    vector_file: str
-    vector_digest: str
-    bm25_dir: str
-    bm25_digest: str
-    documents: int
-    passages: int
-    id_checksum: str
-    passage_tokens: int
-    overlap_tokens: int
-    embed_titles: bool
-    built_at: dt.datetime
-    build_seconds: float
-
-    @classmethod
-    def from_row(cls, row: IndexInfoRow) -> IndexInfo:
-        return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    documents: int
-    passages: int
-    model: str
-    model_label: str
-    dimension: int
-    built_at: dt.datetime
-    build_seconds: float
-    vector_file: str
-    bm25_dir: str | None
-    build_id: str
-
-
-@dataclass(frozen=True)
-class PassageRecord:
-    passage_id: int
-    doc_id: str
-    title: str
-    text: str
-    start_char: int
-    end_char: int
-    metadata: dict[str, Any]
-    source: str
-
-
-@dataclass(frozen=True)
-class IndexSnapshot:
-    """One committed build's vectors and BM25 index, loaded together and verified together."""
-
-    build_id: str
-    info: IndexInfo
-    vectors: VectorStore
-    bm25: BM25Store | None
-
-
-@dataclass(frozen=True)
-class BuildMeta:
-    """What a build records about how its vectors were made."""
-
-    model: ModelSpec
-    dimension: int
-    passage_tokens: int
-    overlap_tokens: int
-    embed_titles: bool
-    started: float  # time.perf_counter() at the start of the build
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    build_id: str
-    wrote_files: bool
-    documents: int
-    passages: int
-    passages_added: int
-    passages_removed: int
-    bm25_seconds: float
-
-
-def build_command(index_dir: Path) -> str:
-    return f"python -m indexer build --source PATH --index {index_dir}"
-
-
-def repair_command(index_dir: Path) -> str:
-    return f"python -m indexer repair --index {index_dir}"
 
 
 def _not_found(index_dir: Path) -> IndexNotFoundError:
@@ -327,7 +233,7 @@ class Index:
                 if attempt == _LOAD_ATTEMPTS - 1 or self._current_build_id() == info.build_id:
                     if isinstance(err, IndexUnreadableError):
                         raise
-                    raise self._damaged(info, "a file of the committed build is missing") from None
+                    raise damaged(self.index_dir, info, "a file of the committed build is missing") from None
 
     def _current_build_id(self) -> str | None:
         with self._read() as conn:
@@ -336,50 +242,9 @@ class Index:
             except (OperationalError, ProgrammingError):
                 return None
 
-    def _damaged(self, info: IndexInfo, what: str) -> IndexUnreadableError:
-        return IndexUnreadableError(
-            f"The index in {self.index_dir} is damaged: {what} (build {info.build_id}). Its text "
-            f"is safe in SQL; repair it with: {repair_command(self.index_dir)}"
-        )
-
-    def _load_snapshot(self, info: IndexInfo, use_gpu: bool | None = None) -> IndexSnapshot:
-        vectors = self._load_vectors(info, self.use_gpu if use_gpu is None else use_gpu)
-        bm25 = self._load_bm25(info)
-        return IndexSnapshot(info.build_id, info, vectors, bm25)
-
-    def _load_vectors(self, info: IndexInfo, use_gpu: bool) -> VectorStore:
-        path = self.index_dir / info.vector_file
-        if not path.is_file():
-            raise FileNotFoundError(path)
-        if file_digest(path) != info.vector_digest:
-            raise self._damaged(info, f"the vector file {info.vector_file} is not the one committed "
-                                      "(truncated, altered or copied from another build)")
-        try:
-            store = VectorStore.load(path, use_gpu=False)  # ids are checked on the CPU copy
-        except RuntimeError as err:
-            raise self._damaged(info, f"the vector file {info.vector_file} cannot be read ({err})") from err
-        if id_checksum(store.ids()) != info.id_checksum:
-            raise self._damaged(info, f"the vector file {info.vector_file} holds other passage ids "
-                                      "than the committed rows")
-        if store.dim != info.dimension:
-            raise self._damaged(info, f"the vector file has dimension {store.dim}, the index "
-                                      f"{info.dimension}")
-        return store.on_gpu() if use_gpu else store
-
-    def _load_bm25(self, info: IndexInfo) -> BM25Store:
-        path = self.index_dir / info.bm25_dir
-        if not path.is_dir():
-            raise FileNotFoundError(path)
-        if folder_digest(path) != info.bm25_digest:
-            raise self._damaged(info, f"the BM25 folder {info.bm25_dir} is not the one committed")
-        try:
-            bm25 = BM25Store.load(path)
-        except (OSError, ValueError, KeyError) as err:
-            raise self._damaged(info, f"the BM25 folder {info.bm25_dir} cannot be read ({err})") from err
-        if id_checksum(bm25.ids()) != info.id_checksum:
-            raise self._damaged(info, f"the BM25 folder {info.bm25_dir} holds other passage ids "
-                                      "than the committed rows")
-        return bm25
+    def _load_snapshot(self, info: IndexInfo) -> IndexSnapshot:
+        vectors = verified_vectors(self.index_dir, info, self.use_gpu)
+        return IndexSnapshot(info.build_id, info, vectors, verified_bm25(self.index_dir, info))
 
     def snapshot(self) -> IndexSnapshot:
         """The loaded build. Hold on to it for the length of one search."""
@@ -470,19 +335,7 @@ class Index:
         return before != after
 
     def stats(self) -> IndexStats:
-        info = self.info
-        return IndexStats(
-            documents=info.documents,
-            passages=info.passages,
-            model=info.model,
-            model_label=ModelSpec(info.model, Path(info.model)).label,
-            dimension=info.dimension,
-            built_at=info.built_at,
-            build_seconds=info.build_seconds,
-            vector_file=info.vector_file,
-            bm25_dir=info.bm25_dir,
-            build_id=info.build_id,
-        )
+        return IndexStats.of(self.info)
 
     def document_ids(self, passage_ids: Sequence[int]) -> dict[int, int]:
         """Passage id -> document row id; passages no longer stored are absent."""
@@ -516,7 +369,7 @@ class Index:
     def build(self, rebuild: bool = False) -> Iterator[BuildTransaction]:
         """One build: locks held throughout, files written before the commit, stale files removed
         after it. Leaving the block normally commits; an exception rolls everything back."""
-        with _folder_lock(self.layout.lock_file):
+        with folder_lock(self.layout.lock_file):
             self._write_manifest()
             if rebuild:
                 self._set_aside_damaged_sqlite()
@@ -587,260 +440,19 @@ class Index:
 
     def _set_aside_damaged_sqlite(self) -> None:
         """--rebuild over a damaged SQLite file: keep it under another name, start a new one."""
-        path = self.layout.sqlite_file
-        if self.db_url != sql_store.default_db_url(self.index_dir) or not path.is_file():
-            return
-        probe = sql_store.make_engine(self.db_url)
-        try:
-            with probe.connect() as conn:
-                sql_store.schema_state(conn)
-            return
-        except DatabaseError as err:
-            if not sql_store.is_damaged_error(err):
-                return
-        finally:
-            probe.dispose()
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
-        for suffix in ("", "-wal", "-shm"):
-            part = path.with_name(path.name + suffix)
-            if part.exists():
-                part.rename(path.with_name(f"{path.name}{suffix}.damaged-{stamp}"))
-        logger.warning("the SQL store %s was damaged; kept it as %s.damaged-%s", path, path.name, stamp)
+        if self.db_url == sql_store.default_db_url(self.index_dir):
+            sql_store.set_aside_if_damaged(self.db_url, self.layout.sqlite_file)
 
     def _remove_stale_files(self, keep: set[str]) -> None:
         """Delete vector files, BM25 folders and temp files that no committed row names.
 
         A searcher loads both files when it opens or refreshes, so it never reads a removed one.
         """
-        import shutil
-
         for path in self.layout.stale_paths(keep):
             if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-
-
-class BuildTransaction:
-    """The open build: stored documents to plan against, and `commit` for the changes."""
-
-    def __init__(self, index: Index, conn: Connection, session: Session, info: IndexInfo | None) -> None:
-        self.index = index
-        self.conn = conn
-        self.session = session
-        self.info = info
-        self.result: tuple[str, str] | None = None  # the files the commit wrote
-
-    def stored_documents(self) -> dict[str, StoredDocument]:
-        rows = self.session.execute(
-            select(DocumentRow.doc_key, DocumentRow.id, DocumentRow.content_hash,
-                   DocumentRow.origin, DocumentRow.source)
-        )
-        return {key: StoredDocument(row_id, digest, origin, source)
-                for key, row_id, digest, origin, source in rows}
-
-    def stored_passages(self) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
-        """(passage ids, titles, texts) of every stored passage in blocks of 4096, by id."""
-        last = -1
-        while True:
-            rows = self.session.execute(
-                select(PassageRow.id, DocumentRow.title, PassageRow.text)
-                .join(PassageRow.document)
-                .where(PassageRow.id > last)
-                .order_by(PassageRow.id)
-                .limit(4096)
-            ).all()
-            if not rows:
-                return
-            last = rows[-1].id
-            yield (np.asarray([r.id for r in rows], dtype=np.int64),
-                   [r.title for r in rows], [r.text for r in rows])
-
-    def check_compatible(self, meta: BuildMeta) -> None:
-        info = self.info
-        if info is None:
-            return
-        same = (info.model, info.model_fingerprint, info.dimension) == (
-            meta.model.id, meta.model.fingerprint(), meta.dimension)
-        if not same:
-            reason = "its files changed" if info.model == meta.model.id else "it is another model"
-            raise IndexMismatchError(
-                f"The index in {self.index.index_dir} was built with model {info.model} "
-                f"(dimension {info.dimension}, fingerprint {info.model_fingerprint[:12]}); this build "
-                f"uses {meta.model.id} (dimension {meta.dimension}, fingerprint "
-                f"{meta.model.fingerprint()[:12]}): {reason}, so old and new vectors would not be "
-                "comparable. Build into another --index folder, or pass --rebuild to re-embed "
-                "everything."
-            )
-
-    def committed_vectors(self) -> VectorStore | None:
-        """A CPU copy of the committed vectors, verified; None on a first build."""
-        if self.info is None:
-            return None
-        return self.index._load_vectors(self.info, use_gpu=False)
-
-    def committed_bm25_ok(self) -> bool:
-        if self.info is None:
-            return False
-        try:
-            self.index._load_bm25(self.info)
-        except (IndexUnreadableError, FileNotFoundError):
-            return False
-        return True
-
-    def commit(
-        self,
-        plan: Plan,
-        origin: str,
-        passages: Sequence[Sequence[PassageSpan]],
-        vectors: np.ndarray,
-        meta: BuildMeta,
-    ) -> CommitResult:
-        """Stage the plan's row changes, update the vectors, write both files, record them.
-
-        `passages[i]` are the spans of `plan.to_embed[i]`; `vectors` holds one row per span,
-        in that order.
-        """
-        self.check_compatible(meta)
-        docs = plan.to_embed
-        if len(passages) != len(docs):
-            raise ValueError(f"{len(passages)} passage lists for {len(docs)} documents.")
-        total = sum(len(spans) for spans in passages)
-        if len(vectors) != total:
-            raise ValueError(f"{len(vectors)} vectors for {total} passages.")
-        stored = self.stored_documents()
-        base_ok = self.info is not None
-        if plan.is_empty and base_ok and self.committed_bm25_ok():
-            self.committed_vectors()  # verifies the vectors too: a damaged file fails the build
-            self.result = (self.info.vector_file, self.info.bm25_dir)
-            return CommitResult(self.info.build_id, False, self.info.documents, self.info.passages,
-                                0, 0, 0.0)
-        store = self.committed_vectors() or VectorStore.create(meta.dimension)
-        stale = [stored[d.doc_id].row_id for d in plan.change] + [stored[k].row_id for k in plan.remove]
-        removed = self._delete_documents(stale)
-        new_ids = self._insert(docs, origin, passages)
-        store.remove(removed)
-        store.add(new_ids, vectors)
-        return self._write(store, meta, len(new_ids), len(removed))
-
-    def replace_vectors(self, store: VectorStore, meta: BuildMeta) -> CommitResult:
-        """Commit `store` (all stored passages, re-embedded) and a fresh BM25; rows unchanged."""
-        return self._write(store, meta, 0, 0)
-
-    def _delete_documents(self, row_ids: list[int]) -> np.ndarray:
-        if not row_ids:
-            return np.empty(0, dtype=np.int64)
-        removed = np.fromiter(
-            self.session.scalars(select(PassageRow.id).where(PassageRow.document_id.in_(row_ids))),
-            dtype=np.int64,
-        )
-        self.session.execute(delete(PassageRow).where(PassageRow.document_id.in_(row_ids)))
-        self.session.execute(delete(DocumentRow).where(DocumentRow.id.in_(row_ids)))
-        self.session.flush()
-        return removed
-
-    def _insert(self, docs: list[Document], origin: str,
-                passages: Sequence[Sequence[PassageSpan]]) -> np.ndarray:
-        now = dt.datetime.now(dt.UTC)
-        rows: list[PassageRow] = []
-        for doc, spans in zip(docs, passages, strict=True):
-            row = DocumentRow(
-                doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
-                text=doc.text, content_hash=doc.content_hash(), meta=doc.metadata, indexed_at=now,
-            )
-            for span in spans:
-                passage = PassageRow(ordinal=span.ordinal, start_char=span.start_char,
-                                     end_char=span.end_char,
-                                     text=doc.text[span.start_char : span.end_char])
-                row.passages.append(passage)
-                rows.append(passage)
-            self.session.add(row)
-        self.session.flush()  # assigns passage ids, which become the FAISS and BM25 ids
-        return np.asarray([p.id for p in rows], dtype=np.int64)
-
-    def _all_passage_ids(self) -> np.ndarray:
-        return np.fromiter(self.session.scalars(select(PassageRow.id).order_by(PassageRow.id)),
-                           dtype=np.int64)
-
-    def _write(self, store: VectorStore, meta: BuildMeta, added: int, removed: int) -> CommitResult:
-        sql_ids = self._all_passage_ids()
-        if not np.array_equal(np.sort(store.ids()), sql_ids):
-            raise RuntimeError(
-                f"FAISS holds {store.ntotal} vectors but SQL holds {len(sql_ids)} passages, or their "
-                f"ids differ; nothing was committed. Repair with: {repair_command(self.index.index_dir)}"
-            )
-        bm25_started = time.perf_counter()
-        ids, texts = [], []
-        for block_ids, titles, block_texts in self.stored_passages():
-            ids.append(block_ids)
-            texts.extend(passage_text(t, x) for t, x in zip(titles, block_texts, strict=True))
-        bm25 = BM25Store.build(np.concatenate(ids) if ids else np.empty(0, np.int64), texts)
-        if not np.array_equal(np.sort(bm25.ids()), sql_ids):
-            raise RuntimeError("BM25 and SQL hold different passages; nothing was committed.")
-        # Both files of one build share its id, which makes a directory listing easy to read.
-        build_id = uuid.uuid4().hex[:12]
-        layout = self.index.layout
-        vector_file, bm25_dir = layout.vector_name(build_id), layout.bm25_name(build_id)
-        bm25.save(layout.root / bm25_dir)
-        bm25_seconds = time.perf_counter() - bm25_started
-        store.save(layout.root / vector_file)
-        documents = sql_store.count_documents(self.conn)
-        values = dict(
-            format=SCHEMA_FORMAT,
-            owner=self.index.manifest.index_id,
-            owner_path=str(layout.root.resolve()),
-            build_id=build_id,
-            model=meta.model.id,
-            model_fingerprint=meta.model.fingerprint(),
-            dimension=meta.dimension,
-            vector_file=vector_file,
-            vector_digest=file_digest(layout.root / vector_file),
-            bm25_dir=bm25_dir,
-            bm25_digest=folder_digest(layout.root / bm25_dir),
-            documents=documents,
-            passages=len(sql_ids),
-            id_checksum=id_checksum(sql_ids),
-            passage_tokens=meta.passage_tokens,
-            overlap_tokens=meta.overlap_tokens,
-            embed_titles=meta.embed_titles,
-            built_at=dt.datetime.now(dt.UTC),
-            build_seconds=time.perf_counter() - meta.started,
-        )
-        row = self.session.get(IndexInfoRow, 1)
-        if row is None:
-            self.session.add(IndexInfoRow(id=1, **values))
-        else:
-            for key, value in values.items():
-                setattr(row, key, value)
-        self.session.flush()
-        self.result = (vector_file, bm25_dir)
-        return CommitResult(build_id, True, documents, len(sql_ids), added, removed, bm25_seconds)
-
-
-@contextlib.contextmanager
-def _folder_lock(path: Path) -> Iterator[None]:
-    """One build at a time per index folder. flock is released when its process ends, even by
-    kill -9, so a lock file left behind never blocks anything and never needs removing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as err:
-            fh.seek(0)
-            holder = fh.read().strip()
-            by = f" (process {holder})" if holder.isdigit() else ""
-            raise IndexBusyError(
-                f"Another build is writing {path.parent}{by}. Wait for it to finish and run this "
-                "build again; its lock goes away by itself when that process ends."
-            ) from err
-        try:
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"{os.getpid()}\n")
-            fh.flush()
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 __all__ = [

@@ -14,6 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from indexer.bm25_store import BM25Store
+from indexer.errors import IndexUnreadableError
+from indexer.faiss_store import VectorStore
+from indexer.records import IndexInfo, repair_command
+
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -44,3 +49,51 @@ def folder_digest(path: Path) -> str:
     for file in sorted(p for p in path.iterdir() if p.is_file()):
         digest.update(file.name.encode("utf-8") + b"\0" + bytes.fromhex(file_digest(file)))
     return digest.hexdigest()
+
+
+def damaged(index_dir: Path, info: IndexInfo, what: str) -> IndexUnreadableError:
+    return IndexUnreadableError(
+        f"The index in {index_dir} is damaged: {what} (build {info.build_id}). Its text "
+        f"is safe in SQL; repair it with: {repair_command(index_dir)}"
+    )
+
+
+def verified_vectors(index_dir: Path, info: IndexInfo, use_gpu: bool) -> VectorStore:
+    """The committed vector file, after its digest, ids and dimension match what the commit recorded.
+
+    FileNotFoundError when it is missing (a concurrent build may just have replaced it).
+    """
+    path = index_dir / info.vector_file
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    if file_digest(path) != info.vector_digest:
+        raise damaged(index_dir, info, f"the vector file {info.vector_file} is not the one committed "
+                                       "(truncated, altered or copied from another build)")
+    try:
+        store = VectorStore.load(path, use_gpu=False)  # ids are checked on the CPU copy
+    except RuntimeError as err:
+        raise damaged(index_dir, info, f"the vector file {info.vector_file} cannot be read ({err})") from err
+    if id_checksum(store.ids()) != info.id_checksum:
+        raise damaged(index_dir, info, f"the vector file {info.vector_file} holds other passage ids "
+                                       "than the committed rows")
+    if store.dim != info.dimension:
+        raise damaged(index_dir, info, f"the vector file has dimension {store.dim}, the index "
+                                       f"{info.dimension}")
+    return store.on_gpu() if use_gpu else store
+
+
+def verified_bm25(index_dir: Path, info: IndexInfo) -> BM25Store:
+    """The committed BM25 folder, after its digest and ids match what the commit recorded."""
+    path = index_dir / info.bm25_dir
+    if not path.is_dir():
+        raise FileNotFoundError(path)
+    if folder_digest(path) != info.bm25_digest:
+        raise damaged(index_dir, info, f"the BM25 folder {info.bm25_dir} is not the one committed")
+    try:
+        bm25 = BM25Store.load(path)
+    except (OSError, ValueError, KeyError) as err:
+        raise damaged(index_dir, info, f"the BM25 folder {info.bm25_dir} cannot be read ({err})") from err
+    if id_checksum(bm25.ids()) != info.id_checksum:
+        raise damaged(index_dir, info, f"the BM25 folder {info.bm25_dir} holds other passage ids "
+                                       "than the committed rows")
+    return bm25

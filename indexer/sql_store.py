@@ -12,6 +12,8 @@ On PostgreSQL a build holds a transaction-level advisory lock instead.
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,6 +29,8 @@ from indexer.schema import SCHEMA_FORMAT, Base, DocumentRow, IndexInfoRow, Passa
 
 # Seconds a build waits for SQLite's write lock before reporting that another build holds it.
 SQLITE_LOCK_WAIT_S = 2.0
+logger = logging.getLogger(__name__)
+
 _ID_CHUNK = 30_000  # bound the parameters of one IN (...) clause
 
 
@@ -187,3 +191,25 @@ def passage_details(conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
         )
         out.update({row.id: row for row in rows})
     return out
+
+
+def set_aside_if_damaged(url: str, path: Path) -> None:
+    """Rename a damaged SQLite file (and its WAL files) to `<name>.damaged-<time>`; else nothing."""
+    if not path.is_file():
+        return
+    probe = make_engine(url)
+    try:
+        with probe.connect() as conn:
+            schema_state(conn)
+        return
+    except DatabaseError as err:
+        if not is_damaged_error(err):
+            return
+    finally:
+        probe.dispose()
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    for suffix in ("", "-wal", "-shm"):
+        part = path.with_name(path.name + suffix)
+        if part.exists():
+            part.rename(path.with_name(f"{path.name}{suffix}.damaged-{stamp}"))
+    logger.warning("the SQL store %s was damaged; kept it as %s.damaged-%s", path, path.name, stamp)

@@ -75,11 +75,8 @@ class Searcher:
 
     def _load(self) -> LoadedBuild:
         """The build the index has loaded, with its figures (read from that same build)."""
-        for _ in range(3):  # the index is only refreshed under _refresh_lock, so this is belt and braces
-            snapshot = self.index.snapshot()
-            stats = self.index.stats()
-            if stats.build_id == snapshot.build_id:
-                break
+        snapshot = self.index.snapshot()
+        stats = IndexStats.of(snapshot.info)  # the figures of this very build
         return LoadedBuild(
             build_id=snapshot.build_id,
             retrievers=retrievers_for(snapshot.vectors, snapshot.bm25, self.config.rrf_k),

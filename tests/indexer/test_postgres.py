@@ -49,6 +49,78 @@ def test_build_update_and_search_on_postgres(topic_corpus, tmp_path, tiny_model,
 
     searcher = Searcher(index_dir)  # finds the database through the manifest
     stats = searcher.stats()
-    assert (stats.documents, stats.passages) == (3, searcher.store.ntotal)
+    assert (stats.documents, stats.passages) == (3, searcher.index.vectors.ntotal)
     hits = searcher.search("bread", k=10)
     assert {h.doc_id for h in hits} == {"baking.txt", "football.md", "markets.txt"}
+
+
+def test_a_second_folder_on_the_same_schema_is_refused_even_with_rebuild(topic_corpus, tmp_path, tiny_model, pg_schema_url):
+    import re
+
+    from indexer import Index, IndexMismatchError
+    from tests.indexer.helpers import assert_consistent, sql_passage_ids
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    build_index(IndexConfig(source=topic_corpus, index_dir=first, model=tiny_model, db_url=pg_schema_url, show_progress=False))
+    rows = sql_passage_ids(pg_schema_url)
+    refused = (rf"holds the index of another folder \({re.escape(str(first.resolve()))}, index id \w{{32}}\), "
+               rf"not of {re.escape(str(second))}\. Point --db at another database or PostgreSQL schema "
+               r"\(for example \?options=-csearch_path%3Dmy_schema\), or use that folder\. Nothing was changed\.")
+    for rebuild in (False, True):
+        cfg = IndexConfig(source=topic_corpus, index_dir=second, model=tiny_model, db_url=pg_schema_url,
+                          rebuild=rebuild, show_progress=False)
+        with pytest.raises(IndexMismatchError, match=refused):
+            build_index(cfg)
+        assert sql_passage_ids(pg_schema_url) == rows, f"rebuild={rebuild} touched the first folder's rows"
+    with pytest.raises(IndexMismatchError, match=refused):
+        Index.open(second)
+    assert assert_consistent(first) == rows
+
+
+def test_advisory_lock_held_by_another_connection_makes_a_build_busy(topic_corpus, tmp_path, tiny_model, pg_schema_url):
+    from indexer import IndexBusyError
+    from tests.indexer.helpers import assert_consistent
+
+    cfg = IndexConfig(source=topic_corpus, index_dir=tmp_path / "idx", model=tiny_model, db_url=pg_schema_url, show_progress=False)
+    build_index(cfg)
+    (topic_corpus / "extra.txt").write_text("A document that waits for the lock.")
+    other = create_engine(pg_schema_url)
+    try:
+        with other.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(hashtext(current_schema() || '.semsearch_build'))"))
+            with pytest.raises(IndexBusyError, match=r"Another build is writing the index tables in "
+                               r"postgresql\+psycopg://.* \(it holds their PostgreSQL advisory lock\)\. Wait "
+                               r"for it to finish and run this build again; the lock is released when that "
+                               r"build ends, so there is nothing to remove\.") as err:
+                build_index(cfg)
+            assert "delete" not in str(err.value)
+    finally:
+        other.dispose()  # closing the session releases its advisory lock
+    assert build_index(cfg).documents_added == 1
+    assert len(assert_consistent(tmp_path / "idx")) == 5
+
+
+def test_postgres_ids_are_never_reused_and_stale_readers_read_their_own_text(topic_corpus, tmp_path, tiny_model, pg_schema_url):
+    from indexer import Index
+    from tests.indexer.helpers import assert_consistent
+
+    index_dir = tmp_path / "idx"
+    cfg = IndexConfig(source=topic_corpus, index_dir=index_dir, model=tiny_model, db_url=pg_schema_url, show_progress=False)
+    build_index(cfg)
+    seen = assert_consistent(index_dir)
+    index = Index.open(index_dir, use_gpu=False)
+    try:
+        ids = index.snapshot().vectors.ids()
+        then = {pid: r.text for pid, r in index.passages(ids).items()}
+        (topic_corpus / "markets.txt").unlink()
+        (topic_corpus / "baking.txt").write_text("Sourdough needs a starter fed with flour and water.")
+        (topic_corpus / "glacier.txt").write_text("The glacier retreated a kilometre in a decade.")
+        build_index(cfg)
+        now = index.passages(ids)  # no refresh: the previous build's ids
+        assert {pid: r.text for pid, r in now.items()} == {pid: then[pid] for pid in now}
+        assert len(now) == 2
+        after = assert_consistent(index_dir)  # FAISS == BM25 == SQL ids, as sets
+        assert not (after - seen) & seen
+        assert index.refresh() is True and set(index.snapshot().vectors.ids().tolist()) == after
+    finally:
+        index.close()

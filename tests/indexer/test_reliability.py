@@ -1,0 +1,256 @@
+"""Damaged or half-written index files: each is refused with the exact command that repairs it,
+and that command works. Also what a crashed build leaves behind, and loads racing a build."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer import Index, IndexUnreadableError, build_index, integrity, repair_index
+from indexer.__main__ import main
+from indexer.embedding import load_bi_encoder
+from indexer.transaction import BuildTransaction
+from tests.indexer.helpers import (
+    assert_consistent,
+    config,
+    embedding_of,
+    stored_vector,
+    write_corpus,
+)
+
+DOCS = {
+    "volcano.txt": "Lava and ash erupted from the volcano in Iceland, and flights were grounded.",
+    "baking.txt": "Knead the dough for ten minutes, let it rise, then bake the bread.",
+    "football.md": "# Cup final\nThe striker scored twice and the team lifted the trophy.",
+    "markets.txt": "Share prices fell sharply after the central bank raised interest rates.",
+}
+
+
+@pytest.fixture()
+def built(tmp_path, tiny_model) -> tuple[Path, Path, str]:
+    """(source, index folder, model) of a committed four-document index."""
+    source = write_corpus(tmp_path / "corpus", DOCS)
+    index_dir = tmp_path / "idx"
+    build_index(config(source, index_dir, tiny_model))
+    return source, index_dir, tiny_model
+
+
+def committed(index_dir: Path) -> tuple[Path, Path]:
+    with Index.open(index_dir, use_gpu=False) as index:
+        info = index.info
+    return index_dir / info.vector_file, index_dir / info.bm25_dir
+
+
+def assert_searchable(index_dir: Path, model: str) -> None:
+    """Open, check the three id sets, and check every vector is its passage's embedding."""
+    assert_consistent(index_dir)
+    encoder = load_bi_encoder(model)
+    with Index.open(index_dir, use_gpu=False) as index:
+        snap = index.snapshot()
+        records = index.passages(snap.vectors.ids())
+        assert {r.doc_id for r in records.values()} == set(DOCS)
+        for pid, record in records.items():
+            assert np.allclose(stored_vector(snap, pid), embedding_of(encoder, record), atol=1e-5)
+        scores, ids = snap.vectors.search(embedding_of(encoder, records[min(records)])[None, :], 1)
+        assert ids[0][0] == min(records) and scores[0][0] > 0.999
+        _, ids = snap.bm25.search("volcano Iceland", 5)
+        assert [records[int(i)].doc_id for i in ids] == ["volcano.txt"]
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def flip_bytes(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    for offset in range(len(data) // 2, len(data) // 2 + 16):
+        data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def damage_vectors_truncated(index_dir: Path, _other: Path) -> None:
+    truncate(committed(index_dir)[0])
+
+
+def damage_vectors_flipped(index_dir: Path, _other: Path) -> None:
+    flip_bytes(committed(index_dir)[0])
+
+
+def damage_vectors_from_another_build(index_dir: Path, other: Path) -> None:
+    """Another index folder's (valid) vector file copied over the committed name."""
+    shutil.copyfile(committed(other)[0], committed(index_dir)[0])
+
+
+def damage_bm25_deleted(index_dir: Path, _other: Path) -> None:
+    shutil.rmtree(committed(index_dir)[1])
+
+
+def damage_bm25_truncated(index_dir: Path, _other: Path) -> None:
+    folder = committed(index_dir)[1]
+    truncate(max(folder.iterdir(), key=lambda p: p.stat().st_size))
+
+
+def damage_bm25_file_deleted(index_dir: Path, _other: Path) -> None:
+    (committed(index_dir)[1] / "passage_ids.npy").unlink()
+
+
+VECTORS_NOT_COMMITTED = (r"the vector file vectors-\w+\.faiss is not the one committed \(truncated, "
+                         r"altered or copied from another build\)")
+DAMAGE: dict[str, tuple[Callable[[Path, Path], None], str]] = {
+    "vectors truncated": (damage_vectors_truncated, VECTORS_NOT_COMMITTED),
+    "vectors flipped": (damage_vectors_flipped, VECTORS_NOT_COMMITTED),
+    "vectors of another build": (damage_vectors_from_another_build, VECTORS_NOT_COMMITTED),
+    "bm25 deleted": (damage_bm25_deleted, r"a file of the committed build is missing"),
+    "bm25 truncated": (damage_bm25_truncated, r"the BM25 folder bm25-\w+ is not the one committed"),
+    "bm25 file deleted": (damage_bm25_file_deleted, r"the BM25 folder bm25-\w+ is not the one committed"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damaged_file_names_the_repair_command_and_it_works(built, tmp_path, damage, capsys):
+    source, index_dir, model = built
+    other = tmp_path / "other"
+    if damage == "vectors of another build":  # same ids, dimension and model; other texts
+        other_source = write_corpus(tmp_path / "other_corpus", {n: f"Another text: {t}" for n, t in DOCS.items()})
+        build_index(config(other_source, other, model))
+    damage_fn, what = DAMAGE[damage]
+    damage_fn(index_dir, other)
+    command = f"python -m indexer repair --index {index_dir}"
+    message = (rf"The index in {re.escape(str(index_dir))} is damaged: {what} \(build \w+\)\. Its "
+               rf"text is safe in SQL; repair it with: {re.escape(command)}$")
+    with pytest.raises(IndexUnreadableError, match=message):
+        Index.open(index_dir)
+
+    assert main(command.split()[3:] + ["--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "rebuilt BM25" in out
+    assert ("re-embedded 4 passages" in out) == damage.startswith("vectors")
+    assert_searchable(index_dir, model)
+    assert main(command.split()[3:] + ["--quiet"]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+    assert build_index(config(source, index_dir, model)).documents_unchanged == 4
+
+
+def test_a_build_over_damaged_vectors_refuses_with_the_repair_command(built):
+    source, index_dir, model = built
+    flip_bytes(committed(index_dir)[0])
+    (source / "extra.txt").write_text("A fifth document.")
+    with pytest.raises(IndexUnreadableError, match=re.escape(f"repair it with: python -m indexer repair --index {index_dir}")):
+        build_index(config(source, index_dir, model))
+    repair_index(index_dir, show_progress=False)
+    assert build_index(config(source, index_dir, model)).documents_added == 1
+    assert len(assert_consistent(index_dir)) == 5
+
+
+@pytest.mark.parametrize("damage", ["bm25 deleted", "bm25 truncated"])
+def test_a_build_over_an_unchanged_source_repairs_bm25_by_itself(built, damage):
+    source, index_dir, model = built
+    vector_file, _ = committed(index_dir)
+    DAMAGE[damage][0](index_dir, index_dir)
+    report = build_index(config(source, index_dir, model))
+    assert (report.documents_unchanged, report.passages_embedded) == (4, 0)
+    assert_searchable(index_dir, model)
+    assert sorted(p.name for p in index_dir.glob("bm25-*")) == [committed(index_dir)[1].name]
+    assert not vector_file.exists(), "the old build's files are removed once the new one commits"
+
+
+def test_a_damaged_sqlite_file_says_rebuild_and_rebuild_keeps_it_aside(built):
+    source, index_dir, model = built
+    store = index_dir / "store.sqlite"
+    with open(store, "r+b") as fh:
+        fh.write(b"this is not a database header!!!" * 4)
+    rebuild = (rf"is damaged: file is not a database\. It holds the passages' text, so rebuild from "
+               rf"your source: python -m indexer build --source PATH --index {re.escape(str(index_dir))} "
+               r"--rebuild \(the damaged file is kept beside it as store\.sqlite\.damaged-<time>\)\.")
+    with pytest.raises(IndexUnreadableError, match=rebuild):
+        Index.open(index_dir)
+    with pytest.raises(IndexUnreadableError, match=rebuild):
+        build_index(config(source, index_dir, model))
+    with pytest.raises(IndexUnreadableError, match=rebuild):
+        repair_index(index_dir, show_progress=False)
+
+    report = build_index(config(source, index_dir, model, rebuild=True))
+    assert report.documents_added == 4
+    kept = list(index_dir.glob("store.sqlite.damaged-*"))
+    assert [p.name for p in kept if not p.name.startswith("store.sqlite-")] and all(
+        re.fullmatch(r"store\.sqlite(-wal|-shm)?\.damaged-\d{8}T\d{6}", p.name) for p in kept)
+    assert any(p.read_bytes().startswith(b"this is not a database") for p in kept)
+    assert_searchable(index_dir, model)
+
+
+# --- 5. what a crashed build leaves ------------------------------------------------------------
+
+
+def test_temp_files_of_a_crashed_build_are_removed_by_the_next(built):
+    source, index_dir, model = built
+    vector_tmp = index_dir / ".vectors-0123456789ab.faiss.x1y2z3.tmp"
+    vector_tmp.write_bytes(b"half a faiss file")
+    bm25_tmp = index_dir / ".bm25-0123456789ab.q9w8e7.tmp"
+    bm25_tmp.mkdir()
+    (bm25_tmp / "passage_ids.npy").write_bytes(b"half")
+    orphan = index_dir / "vectors-0123456789ab.faiss"  # written, but its build never committed
+    orphan.write_bytes(b"orphan")
+    assert build_index(config(source, index_dir, model)).documents_unchanged == 4
+    assert not vector_tmp.exists() and not bm25_tmp.exists() and not orphan.exists()
+    assert_searchable(index_dir, model)
+
+
+def test_a_first_build_that_dies_after_its_commit_still_opens(tmp_path, tiny_model, monkeypatch):
+    source = write_corpus(tmp_path / "corpus", DOCS)
+    index_dir = tmp_path / "idx"
+
+    def die(self, keep):
+        raise KeyboardInterrupt("killed after the commit")
+
+    monkeypatch.setattr(Index, "_remove_stale_files", die)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(config(source, index_dir, tiny_model))
+    monkeypatch.undo()
+    assert_searchable(index_dir, tiny_model)
+    assert build_index(config(source, index_dir, tiny_model)).documents_unchanged == 4
+
+
+def test_a_build_that_dies_before_its_commit_leaves_the_previous_build(built, monkeypatch):
+    source, index_dir, model = built
+    before = committed(index_dir)
+    (source / "volcano.txt").unlink()
+
+    def die(self, *args):
+        raise KeyboardInterrupt("killed before the commit")
+
+    monkeypatch.setattr(BuildTransaction, "_write", die)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(config(source, index_dir, model))
+    monkeypatch.undo()
+    assert committed(index_dir) == before
+    assert len(assert_consistent(index_dir)) == 4
+    assert build_index(config(source, index_dir, model)).documents_removed == 1
+
+
+def test_a_load_racing_a_build_that_removes_its_files_retries(built, monkeypatch):
+    """A reader that read the info row of build A, then found A's BM25 folder half removed by
+    build B's cleanup, loads B instead of calling a healthy index damaged."""
+    source, index_dir, model = built
+    (source / "glacier.txt").write_text("The glacier retreated a kilometre in a decade.")
+    real_digest = integrity.folder_digest
+    raced = []
+
+    def racing_digest(path: Path) -> str:
+        if not raced:
+            raced.append(path)
+            build_index(config(source, index_dir, model))  # commits B and removes A's files
+            path.mkdir()
+            (path / "passage_ids.npy").write_bytes(b"what is left mid-removal")
+        return real_digest(path)
+
+    monkeypatch.setattr(integrity, "folder_digest", racing_digest)
+    with Index.open(index_dir, use_gpu=False) as index:
+        assert raced, "the race ran"
+        assert index.snapshot().vectors.ntotal == index.info.passages == 5
+        assert index.build_id not in str(raced[0])
