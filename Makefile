@@ -1,19 +1,22 @@
-# Two commands: `make run` serves the app on the demo corpus, `make test` runs lint and tests.
+# Two commands: `make run` serves the app on the demo corpus, `make test` runs lint and tests;
+# `make serve` serves the HTTP API over the same demo index.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_CORPUS := .cache/demo/python_docs.jsonl
 DEMO_INDEX := indexes/demo
+DEMO_STAMP := $(DEMO_INDEX)/.demo-built
 HOST ?= 127.0.0.1
 PORT ?= 8501
+API_PORT ?= 8000
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export SEMSEARCH_DATA ?= $(abspath ../shared/data)
 export SEMSEARCH_INDEX ?= $(abspath $(DEMO_INDEX))
 
-.PHONY: run test lint install demo-index bench clean
+.PHONY: run serve test lint install demo-index bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,16 +36,29 @@ $(DEMO_CORPUS): data/demo_corpus.py | $(STAMP)
 
 # A stamp, not index.json: an upload into a missing index also creates index.json. A demo index
 # of an older storage format (indexer/schema.py changed) is rebuilt afresh rather than refused.
-$(DEMO_INDEX)/.demo-built: $(DEMO_CORPUS) indexer/schema.py
+$(DEMO_STAMP): $(DEMO_CORPUS) indexer/schema.py
 	$(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX) \
 		|| $(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX) --rebuild
 	touch $@
 
-demo-index: $(DEMO_INDEX)/.demo-built
+# Builds the demo index in the foreground; `make run` does not wait for it.
+demo-index: $(DEMO_STAMP)
 
-run: $(STAMP) demo-index
+# Serves at once. Until the demo index is complete (its stamp newer than the corpus), the app
+# indexes the corpus in the background (only into the demo index, never into another SEMSEARCH_INDEX), answering from what has committed, and touches the
+# stamp when done; an interrupted build resumes there next time.
+run: $(STAMP) $(DEMO_CORPUS)
+	@if [ "$$SEMSEARCH_INDEX" != "$(abspath $(DEMO_INDEX))" ] || { [ -e $(DEMO_STAMP) ] \
+			&& [ $(DEMO_STAMP) -nt $(DEMO_CORPUS) ] && [ $(DEMO_STAMP) -nt indexer/schema.py ]; }; \
+		then build=""; \
+		else build="$(abspath $(DEMO_CORPUS))"; fi; \
+	SEMSEARCH_BUILD_SOURCE="$$build" SEMSEARCH_BUILD_STAMP="$(abspath $(DEMO_STAMP))" \
 	$(VENV)/bin/streamlit run app.py --server.headless true --server.address $(HOST) \
 		--server.port $(PORT) --browser.gatherUsageStats false
+
+# The HTTP API (search/api.py) over the demo index: one uvicorn worker, docs at /docs.
+serve: $(STAMP) demo-index
+	$(PY) -m search.api --index $(DEMO_INDEX) --host $(HOST) --port $(API_PORT)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

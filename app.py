@@ -6,7 +6,10 @@ turns their errors into messages. Run with `make run`, or
 optionally SEMSEARCH_RERANKER naming a CrossEncoder folder to rerank with (default: the
 reranker shipped in models/reranker; "none" turns reranking off).
 A link such as `/?q=how+do+I+open+a+file&mode=hybrid` opens the search page
-with that query and retrieval mode.
+with that query and retrieval mode. With SEMSEARCH_BUILD_SOURCE set (`make run`
+sets it to the demo corpus until the demo index is complete), the app indexes
+that source into the index in the background and answers from what has been
+committed so far, with a progress bar (ui/background_build.py).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pandas as pd
 import streamlit as st
 
 from data.paths import PROJECT_ROOT
-from indexer import IndexerError
+from indexer import IndexConfig, IndexerError, passage_text
 from indexer.model_spec import DEFAULT_MODEL_NAME
 from search import (
     MODES,
@@ -39,9 +42,20 @@ from search import (
     similarity_matrix,
     top_pairs,
 )
+from search.fusion import FUSIONS
 from search.rerank import NO_RERANKER, RerankerChoice, resolve_reranker
+from ui.background_build import BackgroundBuild, BuildStatus
 from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
-from ui.results import MODE_LABELS, hit_caption, plural, result_caption, score_label
+from ui.results import (
+    MODE_LABELS,
+    Relevance,
+    details_line,
+    plural,
+    relevance,
+    result_caption,
+    source_caption,
+    weak_results_message,
+)
 from ui.uploads import ACCEPTED_TYPES, UploadResult, index_uploads
 
 REPO_ROOT = PROJECT_ROOT
@@ -54,6 +68,9 @@ MAX_K = 50
 MAX_HEATMAP_SENTENCES = 40
 HEATMAP_ROW_PX = 36
 DEFAULT_MODE = SearchConfig().mode
+FUSION_LABELS = {"rrf": "reciprocal rank", "minmax": "scores, min-max scaled",
+                 "zscore": "scores, z-scaled"}
+BUILD_POLL_SECONDS = 2.0
 EXAMPLE_QUERY = "how do I open a file"
 EXAMPLE_PAIR = ("How do I read a file line by line?", "Iterate over the lines of a text file.")
 EXAMPLE_SENTENCES = """\
@@ -103,6 +120,51 @@ def searcher_for(folder: Path) -> Searcher:
     return load_searcher(str(folder), reranker_setting())
 
 
+@st.cache_resource(show_spinner=False)
+def start_background_build(source: str, folder: str, stamp: str | None) -> BackgroundBuild:
+    """One background build per (source, index) per app process, started by the first page view."""
+    config = IndexConfig(source=Path(source), index_dir=Path(folder), show_progress=False)
+    return BackgroundBuild(config, Path(stamp) if stamp else None)
+
+
+def background_build(folder: Path) -> BackgroundBuild | None:
+    """The build SEMSEARCH_BUILD_SOURCE asks for (relative to the repository root), if any."""
+    source = os.environ.get("SEMSEARCH_BUILD_SOURCE", "").strip()
+    if not source:
+        return None
+    path = Path(source).expanduser()
+    stamp = os.environ.get("SEMSEARCH_BUILD_STAMP", "").strip() or None
+    return start_background_build(str(path if path.is_absolute() else REPO_ROOT / path),
+                                  str(folder), stamp)
+
+
+def build_status_message(status: BuildStatus) -> str:
+    name = escape_markdown(status.source.name)
+    if status.total:
+        return (f"Indexing {name} in the background: {status.embedded:,} of {status.total:,} passages "
+                f"embedded ({status.elapsed_s:.0f} s). Searches already answer from the documents "
+                "committed so far, and include more as they commit.")
+    return f"Indexing {name} in the background: reading the files and loading the model…"
+
+
+@st.fragment(run_every=BUILD_POLL_SECONDS)
+def show_build_progress(build: BackgroundBuild, had_index: bool) -> None:
+    """Moves the bar every few seconds; reruns the page when the first build lands or all ends."""
+    status = build.status()
+    if status.running:
+        st.progress(status.fraction, text=build_status_message(status))
+        if not had_index and status.embedded:
+            st.rerun()  # the first chunk may have committed: show the search box
+    elif status.error:
+        st.error(f"Indexing {escape_markdown(str(status.source))} in the background failed; the app "
+                 f"keeps answering from what is committed. {status.error}")
+    else:
+        if not st.session_state.get("build_done_seen"):
+            st.session_state.build_done_seen = True
+            st.rerun()  # hybrid over the whole index from now on
+        st.caption(f"Background indexing finished: {escape_markdown(status.summary or '')}")
+
+
 def missing_index_message(folder: Path) -> str:
     return (
         f"**No index found in `{folder}`.** To get started, either:\n"
@@ -145,11 +207,12 @@ def upload_section(folder: Path) -> None:
     sidebar.subheader("Add documents")
     files = sidebar.file_uploader(
         "Files to index",
-        type=list(ACCEPTED_TYPES),
+        type=ACCEPTED_TYPES,
         accept_multiple_files=True,
         key="uploads",
-        help=".txt and .md files become one document each; .jsonl lines and .csv rows "
-        "need a `text` field (and may have `id` and `title`).",
+        help="Any text file (.txt, .md, .rst, a README, .gz of one) becomes one document; each "
+        ".jsonl line and .csv row is one, and needs a `text` field (and may have `id` and "
+        "`title`; a .csv names its columns in its first row).",
     )
     if sidebar.button("Index these files", disabled=not files, key="index_uploads"):
         bar = sidebar.progress(0.0, text="Reading files…")
@@ -191,7 +254,9 @@ def show_stats(area, stats: IndexStats) -> None:
     cols[0].metric("Documents", f"{stats.documents:,}")
     cols[1].metric("Passages", f"{stats.passages:,}")
     cols[2].metric(
-        "Build time", f"{stats.build_seconds:.1f} s", help="How long the last build took"
+        "Last build", f"{stats.build_seconds:.1f} s",
+        help="How long the last build took. After an upload that is the incremental build that "
+        "added it, not the time to index everything.",
     )
     area.caption(
         f"Model **{escape_markdown(stats.model_label)}** ({stats.dimension} dimensions) · "
@@ -199,13 +264,17 @@ def show_stats(area, stats: IndexStats) -> None:
     )
 
 
-def show_hit(rank: int, hit: Hit, query: str, mode: str) -> None:
+def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance) -> None:
     with st.container(border=True):
         title = escape_markdown(hit.title or hit.doc_id)
-        st.markdown(f"**{rank}. {title}** &nbsp; :gray[{score_label(hit, mode)}]")
-        st.caption(hit_caption(hit))
+        st.markdown(f"**{rank}. {title}** &nbsp; {match.badge}",
+                    help=f"Cosine similarity {match.cosine:.2f} between the query and this passage. "
+                    "Strong, fair and weak are cut where relevant passages of a test collection "
+                    "score (see BENCHMARKS.md), the same in every mode.")
+        st.caption(source_caption(hit))
         st.markdown(snippet_markdown(hit.text, query))
-        with st.expander("Full passage"):
+        with st.expander("Full passage and scores"):
+            st.caption(details_line(hit, mode, match))
             st.markdown(passage_markdown(hit.text, query))
 
 
@@ -217,10 +286,16 @@ def search_page(folder: Path) -> None:
         st.error(f"The reranker ({reranker_setting() or 'models/reranker'}) cannot be used. {err} Set "
                  "SEMSEARCH_RERANKER=none to search without it.")
         return
+    build = background_build(folder)
     try:
         searcher = searcher_for(folder)
         stats = searcher.stats()
     except IndexNotFoundError:
+        if build is not None:
+            show_build_progress(build, had_index=False)
+            st.info("The first documents are being indexed; the search box appears as soon as they "
+                    "are committed, within a minute.")
+            return
         st.info(missing_index_message(folder))
         return
     except (IndexerError, SearchError, ValueError) as err:
@@ -230,6 +305,8 @@ def search_page(folder: Path) -> None:
         st.error(f"The reranker ({choice.path}) cannot be loaded. {err} Set SEMSEARCH_RERANKER=none "
                  "to search without it.")
         return
+    if build is not None:
+        show_build_progress(build, had_index=True)
     stats_area = st.container()  # filled last, with the figures of the build that answered
 
     left, right = st.columns([5, 1])
@@ -245,6 +322,8 @@ def search_page(folder: Path) -> None:
         help="Dense compares meanings (embeddings); BM25 matches exact words (names, codes, rare "
         "terms); hybrid fuses both rankings by reciprocal rank.",
     )
+    if st.session_state.mode == "hybrid":
+        fusion_controls(searcher, options[0])
     if searcher.reranker is not None:
         options[1].toggle(
             "Rerank",
@@ -263,7 +342,8 @@ def search_page(folder: Path) -> None:
     else:
         st.query_params.pop("mode", None)
     result = run_search(searcher, query, int(st.session_state.k), mode,
-                        searcher.reranker is not None and bool(st.session_state.rerank))
+                        searcher.reranker is not None and bool(st.session_state.rerank),
+                        st.session_state.get("fusion"), st.session_state.get("fusion_weight"))
     if result is not None and result.stats is not None:
         stats = result.stats
     show_stats(stats_area, stats)
@@ -281,11 +361,46 @@ def search_page(folder: Path) -> None:
         )
         return
     st.caption(result_caption(result))
-    for rank, hit in enumerate(result.hits, start=1):
-        show_hit(rank, hit, query, result.mode)
+    matches = [relevance(c) for c in passage_cosines(searcher, query, result)]
+    weak = weak_results_message(max(matches, key=lambda m: m.cosine))
+    if weak:
+        st.warning(weak)
+    for rank, (hit, match) in enumerate(zip(result.hits, matches, strict=True), start=1):
+        show_hit(rank, hit, query, result.mode, match)
 
 
-def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool) -> SearchResult | None:
+def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> list[float]:
+    """Each hit's cosine with the query under the index's model: one scale in every mode.
+
+    Dense hits carry it as their retriever score; for the others the passages are encoded
+    again as the indexer encoded them (`passage_text`), k short texts per search.
+    """
+    if result.mode == "dense":
+        return [h.retriever_score if h.retriever_score is not None else h.score for h in result.hits]
+    texts = [passage_text(h.title, h.text) for h in result.hits]
+    return [float(c) for c in similarity_matrix([query], texts, model=searcher.model)[0]]
+
+
+def fusion_controls(searcher: Searcher, area) -> None:
+    """How hybrid fuses its two lists, and the dense list's share; defaults from SearchConfig."""
+    if "fusion" not in st.session_state:
+        st.session_state.fusion = searcher.config.fusion_for().method
+        st.session_state.fusion_weight = searcher.config.fusion_for().weight
+
+    def method_changed() -> None:  # each method starts at the weight measured best for it
+        st.session_state.fusion_weight = searcher.config.fusion_for(st.session_state.fusion).weight
+
+    left, right = area.columns(2)
+    left.selectbox("Fusion", FUSIONS, key="fusion", format_func=FUSION_LABELS.get,
+                   on_change=method_changed,
+                   help="How hybrid combines the dense and BM25 lists: by rank, or by their "
+                   "scores scaled to one range.")
+    right.slider("Dense share", 0.0, 1.0, step=0.05, key="fusion_weight",
+                 help="0 ranks by BM25 alone, 1 by dense alone.")
+
+
+def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool,
+               fusion: str | None = None, fusion_weight: float | None = None) -> SearchResult | None:
     """The search the page asks for, or None (with a message) when there is nothing to show.
 
     The default mode is passed as no mode, so the Searcher's rule for an index
@@ -297,8 +412,10 @@ def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool) 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", QueryTruncatedWarning)
         try:
+            hybrid = mode == "hybrid"
             result = searcher.search_detailed(
-                query, k, mode=None if mode == DEFAULT_MODE else mode, rerank=rerank
+                query, k, mode=None if mode == DEFAULT_MODE else mode, rerank=rerank,
+                fusion=fusion if hybrid else None, fusion_weight=fusion_weight if hybrid else None,
             )
         except EmptyQueryError as err:
             st.warning(str(err))

@@ -13,6 +13,7 @@ import ast
 import importlib.util
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,16 @@ logger = logging.getLogger(__name__)
 
 # Modules whose docstrings are empty, private or test scaffolding.
 _SKIP_PREFIXES = ("_", "test", "idlelib", "lib2to3", "this", "antigravity", "__")
+# Modules imported under another name on this platform: `os.path` is `posixpath` here.
+MODULE_ALIASES = {os.path.__name__: "os.path"}
+# Written first, then the built-ins: `make run` indexes the corpus in the background and
+# commits it in growing chunks in file order, so the pages newcomers search for first are
+# searchable within the first minute.
+FIRST_MODULES = (
+    "os", os.path.__name__, "io", "pathlib", "shutil", "glob", "json", "csv", "re", "string",
+    "collections", "itertools", "functools", "datetime", "time", "subprocess", "sys", "logging",
+    "argparse", "typing", "dataclasses", "abc", "codecs", "stat", "site", "math", "random",
+)
 
 
 def iter_topic_documents() -> Iterator[dict]:
@@ -74,21 +85,43 @@ def iter_builtin_documents() -> Iterator[dict]:
         }
 
 
-def _module_source(name: str) -> str | None:
+def module_source_path(name: str) -> Path | None:
+    """The `.py` file a standard-library module is built from, or None (a C extension).
+
+    A frozen module (`os`, `io`, `posixpath`, `abc`, `codecs`, `stat`, `site` in 3.11+)
+    has the spec origin "frozen"; its source file still ships, and the frozen
+    importer names it in `loader_state.filename`.
+    """
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+    if spec is None:
+        return None
+    origin = spec.origin
+    if origin == "frozen":
+        origin = getattr(spec.loader_state, "filename", None)
+    if not origin or not origin.endswith(".py"):
+        return None
+    return Path(origin)
+
+
+def _module_source(name: str) -> str | None:
+    path = module_source_path(name)
+    if path is None:
         return None
     try:
-        return Path(spec.origin).read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 
 
 def module_document(name: str, source: str) -> dict | None:
-    """Module docstring followed by the docstrings of its public classes and functions."""
+    """Module docstring followed by the docstrings of its public classes and functions.
+
+    A module people import under another name is titled by both ("Module os.path
+    (posixpath)"), so a search for the name they write finds it.
+    """
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -108,17 +141,19 @@ def module_document(name: str, source: str) -> dict | None:
             sections.append(f"{kind} {name}.{node.name}: {doc.strip()}")
     if not sections:
         return None
+    alias = MODULE_ALIASES.get(name)
     return {
         "id": f"module:{name}",
-        "title": f"Module {name}",
+        "title": f"Module {alias} ({name})" if alias else f"Module {name}",
         "text": "\n\n".join(sections),
         "source": "stdlib docstrings",
     }
 
 
 def iter_module_documents() -> Iterator[dict]:
-    """One document per standard-library module with documentation."""
-    for name in sorted(sys.stdlib_module_names):
+    """One document per standard-library module with documentation, `FIRST_MODULES` first."""
+    rest = sorted(set(sys.stdlib_module_names) - set(FIRST_MODULES))
+    for name in (*FIRST_MODULES, *rest):
         if name.startswith(_SKIP_PREFIXES):
             continue
         source = _module_source(name)
@@ -130,13 +165,20 @@ def iter_module_documents() -> Iterator[dict]:
 
 
 def build_demo_corpus(out_path: Path | str) -> Path:
-    """Write the demo corpus as JSON lines {id, title, text, source}; return the path."""
+    """Write the demo corpus as JSON lines {id, title, text, source}; return the path.
+
+    The common modules come first (see `FIRST_MODULES`), then the built-ins, the rest of
+    the standard library, and the language reference last.
+    """
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
     count = 0
     with tmp.open("w", encoding="utf-8") as fh:
-        for doc in (*iter_topic_documents(), *iter_builtin_documents(), *iter_module_documents()):
+        modules = list(iter_module_documents())
+        first = len([d for d in modules if d["id"].removeprefix("module:") in FIRST_MODULES])
+        for doc in (*modules[:first], *iter_builtin_documents(), *modules[first:],
+                    *iter_topic_documents()):
             fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
             count += 1
     tmp.replace(out_path)

@@ -8,6 +8,7 @@ from indexer.build import BuildReport, RepairReport, build_index, repair_index
 from indexer.config import IndexConfig
 from indexer.errors import (
     BadInputError,
+    BuildInterrupted,
     IndexBusyError,
     IndexerError,
     IndexMismatchError,
@@ -20,6 +21,7 @@ from indexer.passage_text import passage_text
 
 __all__ = [
     "BadInputError",
+    "BuildInterrupted",
     "BuildReport",
     "Index",
     "IndexBusyError",

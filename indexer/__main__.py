@@ -1,4 +1,4 @@
-"""CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict]`
+"""CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict] [--ray local|ADDRESS]`
 and `python -m indexer repair --index DIR [--reembed]` (rebuilds damaged vectors or BM25 from the SQL rows)."""
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     build.add_argument("--max-document-chars", type=int, default=DEFAULT_MAX_DOCUMENT_CHARS,
                        help="skip (with a warning) documents longer than this many characters")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
+    build.add_argument("--ray", metavar="local|ADDRESS", default=None,
+                       help="embed on Ray: 'local' starts one on this machine, else a cluster address "
+                            "(auto, HOST:6379, ray://HOST:10001); everything else runs here as usual")
     repair = sub.add_parser("repair", help="rebuild damaged vectors or BM25 from the stored rows")
     repair.add_argument("--index", type=Path, required=True, help="index folder")
     repair.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
@@ -62,6 +65,7 @@ def config_from_args(args: argparse.Namespace) -> IndexConfig:
         csv_text_column=args.csv_text,
         show_progress=not args.quiet,
         max_document_chars=args.max_document_chars,
+        ray=args.ray,
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from indexer.documents import Document, InputIssue, PassageSpan
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.errors import (
     BadInputError,
+    BuildInterrupted,
     IndexMismatchError,
     IndexNotFoundError,
     IndexUnreadableError,
@@ -46,6 +47,17 @@ ProgressCallback = Callable[[int, int], None]
 # Room for the title prefix when passages are embedded as passage_text(title, passage):
 # at most 32 tokens, and at most an eighth of what the model reads.
 MAX_TITLE_TOKENS = 32
+# How many skipped inputs the error for a source with nothing to index names.
+MAX_ISSUES_SHOWN = 5
+# The embedding bar moves about this often; its first step is small, then sized by the rate.
+PROGRESS_SECONDS = 2.0
+FIRST_PROGRESS_STEP = 8
+MAX_PROGRESS_STEP = 4096
+# The first commit of a build holds this many passages, each next one twice as many, up to
+# `IndexConfig.commit_passages`: a search sees the first documents within seconds, and as
+# every commit rewrites the whole BM25 and vector files, growing chunks keep that cost
+# within a few times the cost of one commit.
+FIRST_COMMIT_PASSAGES = 64
 
 
 def title_token_budget(model_max: int) -> int:
@@ -68,6 +80,8 @@ class BuildReport:
     total_passages: int = 0
     seconds: float = 0.0
     bm25_seconds: float = 0.0
+    commits: int = 0
+    documents_committed: int = 0
     issues: list[InputIssue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -142,29 +156,40 @@ def embedding_inputs(
 def embed(
     model, texts: list[str], batch_size: int, show_progress: bool, progress: ProgressCallback | None
 ) -> np.ndarray:
-    """Unit vectors for `texts`, with a tqdm bar in passages and an optional callback."""
-    bar = tqdm(total=len(texts), unit="passage", desc="embedding",
+    """Unit vectors for `texts`, with a tqdm bar in passages and an optional callback.
+
+    Progress is reported about every `PROGRESS_SECONDS`: the texts are fed longest first
+    (as `encode_texts` orders them) in steps sized by the rate measured so far, so a slow
+    CPU at 5 passages/s still moves the bar every few seconds and a GPU is not slowed by
+    small steps.
+    """
+    n = len(texts)
+    bar = tqdm(total=n, unit="passage", desc="embedding",
                disable=not show_progress or not texts, dynamic_ncols=True)
-    last = 0
-
-    def step(done: int, total: int) -> None:
-        nonlocal last
-        bar.update(done - last)
-        last = done
-        if progress is not None:
-            progress(done, total)
-
+    out = np.empty((n, embedding_dimension(model)), dtype=np.float32)
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    done, step = 0, min(batch_size, FIRST_PROGRESS_STEP)
     try:
-        return encode_texts(model, texts, batch_size=batch_size, progress=step)
+        while done < n:
+            idx = order[done : done + step]
+            began = time.perf_counter()
+            out[idx] = encode_texts(model, [texts[i] for i in idx], batch_size=batch_size)
+            rate = len(idx) / max(time.perf_counter() - began, 1e-3)
+            done += len(idx)
+            bar.update(len(idx))
+            if progress is not None:
+                progress(done, n)
+            step = int(min(max(rate * PROGRESS_SECONDS, 1), MAX_PROGRESS_STEP))
     finally:
         bar.close()
+    return out
 
 
 def _read(config: IndexConfig, report: BuildReport) -> list[Document]:
     def on_issue(issue: InputIssue) -> None:
         if config.strict:
             raise BadInputError(f"{issue} (--strict turns skipped input into an error)")
-        logger.warning("skipped %s", issue)
+        logger.warning("skipped %s%s", issue, f" ({issue.cli_hint})" if issue.cli_hint else "")
         report.issues.append(issue)
 
     documents = list(
@@ -177,8 +202,16 @@ def _read(config: IndexConfig, report: BuildReport) -> list[Document]:
     )
     if not documents and not report.issues:
         raise BadInputError(
-            f"No documents found in {config.source}. Supported inputs: a folder of .txt/.md "
-            "files, a .jsonl with a 'text' field, a .csv with a text column, or a BEIR folder."
+            f"No documents found in {config.source}. Supported inputs: a folder of text files "
+            "(any name; gzip too), a .jsonl with a 'text' field, a .csv with a text column, or a "
+            "BEIR folder."
+        )
+    if not documents:  # an index of nothing would only hide the problem
+        shown = "; ".join(str(issue) for issue in report.issues[:MAX_ISSUES_SHOWN])
+        more = len(report.issues) - MAX_ISSUES_SHOWN
+        raise BadInputError(
+            f"Nothing in {config.source} can be indexed, so nothing was written: "
+            f"{shown}{f'; and {more} more' if more > 0 else ''}. Fix these and run the build again."
         )
     return documents
 
@@ -193,42 +226,158 @@ def _count(report: BuildReport, changes: Plan) -> None:
         report.warnings.append(str(moved))
 
 
+def next_chunk(changes: Plan, spans: Mapping[str, Sequence[PassageSpan]], passages: int) -> Plan:
+    """The part of `changes` one commit takes: the removals, and the first documents to embed
+    up to `passages` passages (at least one document). Pure, like `plan`.
+
+    Every commit of a build re-plans against what is stored, and takes the next chunk of
+    that plan, so an interrupted build, run again, resumes after its last commit.
+    """
+    take: set[str] = set()
+    count = 0
+    for doc in changes.to_embed:
+        if take and count + len(spans[doc.doc_id]) > passages:
+            break
+        take.add(doc.doc_id)
+        count += len(spans[doc.doc_id])
+    return Plan(
+        add=[d for d in changes.add if d.doc_id in take],
+        change=[d for d in changes.change if d.doc_id in take],
+        remove=changes.remove,
+        unchanged=changes.unchanged,
+        moved=[m for m in changes.moved if m.doc_id in take],
+    )
+
+
 def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -> BuildReport:
     """Bring the index in `config.index_dir` in line with `config.source`; return what changed.
 
     The source is read before the index folder is touched, so a missing or empty source
-    fails harmlessly.
+    fails harmlessly. The changes commit in chunks (see `next_chunk`), each one atomic; Ctrl-C
+    raises `BuildInterrupted`, whose message says what was committed and how to resume.
     """
     started = time.perf_counter()
     spec = ModelSpec.resolve(config.model)
     report = BuildReport(index_dir=config.index_dir, model=spec.id)
-    documents = _read(config, report)
     origin = str(config.source.resolve())
-    model = load_bi_encoder(spec)
-    meta = BuildMeta(spec, embedding_dimension(model), passage_budget(config, model),
-                     config.overlap_tokens, config.embed_titles, started)
+    try:
+        documents = _read(config, report)
+        model = load_bi_encoder(spec)
+        meta = BuildMeta(spec, embedding_dimension(model), passage_budget(config, model),
+                         config.overlap_tokens, config.embed_titles, started)
+    except KeyboardInterrupt:
+        raise BuildInterrupted(
+            f"Interrupted before anything was written to {config.index_dir}; run the same "
+            "command again to build it."
+        ) from None
     index = Index.create(config.index_dir, config.db_url)
     try:
-        with index.build(rebuild=config.rebuild) as tx:
-            tx.check_compatible(meta)  # before minutes of embedding, not after
-            changes = plan(tx.stored_documents(), documents, origin, prune=config.prune)
-            _count(report, changes)
-            docs = changes.to_embed
-            spans = chunk_documents(docs, model, meta.passage_tokens, meta.overlap_tokens,
-                                    config.show_progress)
-            texts = embedding_inputs(docs, spans, model, config.embed_titles)
-            vectors = embed(model, texts, config.batch_size, config.show_progress, progress)
-            result = tx.commit(changes, origin, spans, vectors, meta)
+        _build_in_chunks(config, index, documents, origin, model, meta, report, progress)
+    except KeyboardInterrupt:
+        raise BuildInterrupted(_interrupted_message(config, report)) from None
     finally:
         index.close()
-    report.passages_embedded = len(texts)
-    report.passages_removed = result.passages_removed
-    report.total_documents = result.documents
-    report.total_passages = result.passages
-    report.bm25_seconds = result.bm25_seconds
     report.seconds = time.perf_counter() - started
     logger.debug("build finished: %s", report.summary())
     return report
+
+
+def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document], origin: str,
+                     model, meta: BuildMeta, report: BuildReport,
+                     progress: ProgressCallback | None) -> None:
+    """Commit the plan chunk by chunk, each chunk one `index.build()` transaction."""
+    spans: dict[str, list[PassageSpan]] = {}
+    bar: tqdm | None = None
+    embed_step: Callable[..., np.ndarray] = embed  # with --ray: a RayStream over the whole plan
+    total = offset = 0
+    rebuild, chunk_size, first = config.rebuild, min(FIRST_COMMIT_PASSAGES, config.commit_passages), True
+
+    def step(done: int, _chunk_total: int) -> None:
+        """One bar and one callback over the whole build, not one per chunk."""
+        if bar is not None:
+            bar.n = offset + done
+            bar.refresh()
+        if progress is not None:
+            progress(offset + done, max(total, offset + done))
+
+    try:
+        while True:
+            with index.build(rebuild=rebuild) as tx:
+                tx.check_compatible(meta)  # before minutes of embedding, not after
+                changes = plan(tx.stored_documents(), documents, origin, prune=config.prune)
+                # Only what this commit takes is cut into passages (Ray streams the whole plan),
+                # so the first commit lands within seconds; the bar's total is estimated till then.
+                chunk_ahead(spans, changes.to_embed, None if config.ray is not None else chunk_size,
+                            model, meta)
+                total = report.passages_embedded + estimated_passages(changes.to_embed, spans)
+                if first:
+                    _count(report, changes)
+                    bar = tqdm(total=total, unit="passage", desc="embedding", dynamic_ncols=True,
+                               disable=not config.show_progress or not total)
+                elif bar is not None:
+                    bar.total = total
+                    if config.ray is not None:  # one Ray pipeline for every chunk: see ray_embed.py
+                        from indexer.ray_embed import RayStream
+
+                        embed_step = RayStream(config.ray, meta.model, embedding_inputs(
+                            changes.to_embed, [spans[d.doc_id] for d in changes.to_embed], model,
+                            config.embed_titles))
+                chunk = next_chunk(changes, spans, chunk_size)
+                docs = chunk.to_embed
+                chunk_spans = [spans[d.doc_id] for d in docs]
+                texts = embedding_inputs(docs, chunk_spans, model, config.embed_titles)
+                offset = report.passages_embedded
+                vectors = embed_step(model, texts, config.batch_size, False, step)
+                result = tx.commit(chunk, origin, chunk_spans, vectors, meta)
+            report.passages_embedded += len(texts)
+            report.passages_removed += result.passages_removed
+            report.documents_committed += len(docs)
+            report.total_documents = result.documents
+            report.total_passages = result.passages
+            report.bm25_seconds += result.bm25_seconds
+            report.commits += 1
+            if len(docs) == len(changes.to_embed):
+                return
+            rebuild, first = False, False
+            chunk_size = min(2 * chunk_size, config.commit_passages)
+    finally:
+        if bar is not None:
+            bar.close()
+        if embed_step is not embed:
+            embed_step.close()
+
+
+def chunk_ahead(spans: dict[str, list[PassageSpan]], to_embed: Sequence[Document],
+                passages: int | None, model, meta: BuildMeta) -> None:
+    """Cut documents of `to_embed` into passages, in order, into `spans`, until the next
+    `passages` passages are known (all of them for None): what `next_chunk` will take."""
+    known = 0
+    for doc in to_embed:
+        if passages is not None and known > passages:
+            return
+        if doc.doc_id not in spans:
+            spans[doc.doc_id] = split_into_passages(doc.text, model.tokenizer, meta.passage_tokens,
+                                                    meta.overlap_tokens)
+        known += len(spans[doc.doc_id])
+
+
+def estimated_passages(to_embed: Sequence[Document], spans: Mapping[str, Sequence[PassageSpan]]) -> int:
+    """Passages of `to_embed`: counted where cut, else estimated from characters per passage."""
+    cut = [d for d in to_embed if d.doc_id in spans]
+    counted = sum(len(spans[d.doc_id]) for d in cut)
+    chars = sum(len(d.text) for d in cut)
+    rest = sum(len(d.text) for d in to_embed if d.doc_id not in spans)
+    return counted + (round(rest * counted / chars) if chars and rest else 0)
+
+
+def _interrupted_message(config: IndexConfig, report: BuildReport) -> str:
+    if not report.commits:
+        done = f"nothing new was committed to {config.index_dir}; it is as it was before"
+    else:
+        done = (f"{report.documents_committed} documents ({report.passages_embedded} passages) of "
+                f"this build are committed to {config.index_dir}, which now holds "
+                f"{report.total_documents} documents and can be searched")
+    return f"Interrupted: {done}. Run the same command again to resume where it stopped."
 
 
 @dataclass(frozen=True)

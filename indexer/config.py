@@ -35,6 +35,12 @@ class IndexConfig:
     csv_text_column: str = "text"
     show_progress: bool = True
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS
+    # The most passages one atomic commit holds; a build commits in growing chunks up to it,
+    # so an interrupted build keeps its finished chunks and a rerun resumes after them.
+    commit_passages: int = 4096
+    # None: embed in this process. "local": start a Ray on this machine for the build; else
+    # the address of a running Ray cluster ("auto", "HOST:6379", "ray://HOST:10001").
+    ray: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source", Path(self.source))
@@ -44,6 +50,10 @@ class IndexConfig:
                 f"max_document_chars ({self.max_document_chars}) must be at least 1, or None for "
                 "no limit."
             )
+        if self.ray is not None and not self.ray.strip():
+            raise ValueError(f"ray ({self.ray!r}) must be 'local' or a Ray cluster address such as HOST:6379.")
+        if self.commit_passages < 1:
+            raise ValueError(f"commit_passages ({self.commit_passages}) must be at least 1.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size ({self.batch_size}) must be at least 1.")
         if self.overlap_tokens < 0:

@@ -145,6 +145,8 @@ class InputIssue:
     path: str
     line: int | None
     problem: str
+    # What a command-line user may add (a flag); the app, which has no flags, leaves it out.
+    cli_hint: str | None = None
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path

@@ -11,6 +11,10 @@ class BadInputError(IndexerError, ValueError):
     """A source file or record could not be used (raised instead of a warning with --strict)."""
 
 
+class BuildInterrupted(IndexerError, RuntimeError):
+    """Ctrl-C during a build: the message says what was committed and that rerunning resumes."""
+
+
 class IndexMismatchError(IndexerError, ValueError):
     """The index was built with another model, dimension or format, or belongs to another folder."""
 

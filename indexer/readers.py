@@ -1,4 +1,10 @@
-"""Turn a source path into documents: a folder of .txt/.md, .jsonl, .csv, or a BEIR corpus.
+"""Turn a source path into documents: a folder of text files, .jsonl, .csv, or a BEIR corpus.
+
+Text is accepted by content, not by extension: a README, `.rst`, `.log` or a file
+without an extension is one document when its bytes decode as text (binary is
+told by NUL bytes, as `_decode` does), and a gzip-compressed file is read as
+what it holds (`notes.txt.gz`, `corpus.jsonl.gz`). Only `.jsonl` and `.csv` are
+read as records, one document each.
 
 Bad records never stop a build by default: each is reported through `on_issue`
 with its file and line and skipped. The caller decides whether an issue is fatal
@@ -10,10 +16,12 @@ from __future__ import annotations
 import codecs
 import csv
 import errno
+import gzip
 import io
 import json
 import logging
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,9 +36,16 @@ from indexer.documents import (
 
 logger = logging.getLogger(__name__)
 
-TEXT_SUFFIXES = (".txt", ".md")
 RECORD_SUFFIXES = (".jsonl", ".csv")
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES + RECORD_SUFFIXES
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+# Suffixes that only say "text": the title drops them ("notes.txt" -> "notes"); any other
+# name is kept whole as the title ("README.Debian", "MPL-1.1").
+PLAIN_TEXT_SUFFIXES = (".txt", ".text", ".rst", *MARKDOWN_SUFFIXES)
+GZIP_SUFFIX = ".gz"
+_GZIP_MAGIC = b"\x1f\x8b"
+# Generous for UTF-8 text: a decompressed file larger than this many bytes per allowed
+# character cannot hold an acceptable document, so it is refused before it fills memory.
+_MAX_BYTES_PER_CHAR = 4
 _SNIFF_BYTES = 8192
 # The csv module refuses fields over 128 KiB by default; a document's size is limited
 # by `max_document_chars` instead, with a message that says how to raise it.
@@ -43,6 +58,16 @@ _BOMS = (
     (codecs.BOM_UTF8, "utf-8", "UTF-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
     (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+)
+
+# Formats whose first bytes may all be printable, so the NUL test alone could miss them.
+_BINARY_SIGNATURES = (
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a ZIP archive, or a .docx/.xlsx/.odt inside one"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x7fELF", "an executable"),
 )
 
 IssueHandler = Callable[[InputIssue], None]
@@ -63,6 +88,11 @@ def _looks_like_utf16(head: bytes) -> bool:
 
 def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
     """Text of a file in UTF-8, or UTF-16/UTF-32 with a byte-order mark."""
+    kind = next((kind for magic, kind in _BINARY_SIGNATURES if raw.startswith(magic)), None)
+    if kind is not None:
+        on_issue(InputIssue(label, None, f"binary file ({kind}); only text is indexed: extract "
+                            "its text to a .txt file first"))
+        return None
     bom, encoding, name = next(
         ((bom, enc, name) for bom, enc, name in _BOMS if raw.startswith(bom)), (b"", "utf-8", "UTF-8")
     )
@@ -87,13 +117,39 @@ def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
         return None
 
 
-def _read_text(path: Path, label: str, on_issue: IssueHandler) -> str | None:
+def _gunzip(raw: bytes, label: str, on_issue: IssueHandler, limit: int | None) -> bytes | None:
+    """The bytes a gzip file holds, refused past `limit` bytes (a gzip bomb never fills memory)."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            data = fh.read(-1 if limit is None else limit + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        on_issue(InputIssue(label, None, f"damaged gzip file ({err}); re-compress it or index it uncompressed"))
+        return None
+    if limit is not None and len(data) > limit:
+        on_issue(InputIssue(label, None, f"gzip file holds more than {limit:,} bytes, more than a "
+                            "document may hold; split it or raise --max-document-chars"))
+        return None
+    return data
+
+
+def _read_text(path: Path, label: str, on_issue: IssueHandler, limit: int | None = None) -> str | None:
+    """The text of a file, decompressed first when it is gzip (by its magic bytes, not its name)."""
     try:
         raw = path.read_bytes()
     except OSError as err:
         on_issue(InputIssue(label, None, f"unreadable ({err.strerror or err})"))
         return None
+    if raw.startswith(_GZIP_MAGIC):
+        raw = _gunzip(raw, label, on_issue, limit)
+        if raw is None:
+            return None
     return _decode(raw, on_issue, label)
+
+
+def content_name(path: Path) -> str:
+    """The file's name without a trailing `.gz`: what the file holds ("notes.md.gz" -> "notes.md")."""
+    name = path.name
+    return name[: -len(GZIP_SUFFIX)] if name.lower().endswith(GZIP_SUFFIX) and len(name) > 3 else name
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -123,6 +179,32 @@ def _title_from_text(text: str, fallback: str) -> str:
     return fallback
 
 
+def _rst_title(text: str, fallback: str) -> str:
+    """A reStructuredText file's first title: a line underlined (and perhaps overlined) by = - ~ etc."""
+    previous = ""
+    for line_no, line in _lines(text):
+        if line_no > 30:
+            break
+        stripped = line.strip()
+        underline = len(stripped) >= 3 and len(set(stripped)) == 1 and stripped[0] in "=-~^*#+"
+        if underline and previous and len(stripped) >= len(previous):
+            return previous
+        previous = "" if underline else stripped
+    return fallback
+
+
+def text_title(name: str, text: str) -> str:
+    """The title of a text document named `name` (without `.gz`): a Markdown or reST heading,
+    else the name less a plain-text suffix ("notes.txt" -> "notes", "README.Debian" stays)."""
+    suffix = Path(name).suffix.lower()
+    fallback = Path(name).stem if suffix in PLAIN_TEXT_SUFFIXES else name
+    if suffix in MARKDOWN_SUFFIXES:
+        return _title_from_text(text, fallback)
+    if suffix == ".rst":
+        return _rst_title(text, fallback)
+    return fallback
+
+
 def read_text_file(
     path: Path,
     label: str,
@@ -136,18 +218,18 @@ def read_text_file(
             size = path.stat().st_size
         except OSError:
             size = 0  # reading it reports why it is unreadable
-        if size > 4 * max_document_chars + 4:
+        if size > _MAX_BYTES_PER_CHAR * max_document_chars + 4:
             size_text = f"{size:,} bytes (at least {(size - 4) // 4:,} characters)"
             on_issue(InputIssue(label, None, document_too_long(size_text, max_document_chars)))
             return
-    text = _read_text(path, label, on_issue)
+    limit = None if max_document_chars is None else _MAX_BYTES_PER_CHAR * max_document_chars + 4
+    text = _read_text(path, label, on_issue, limit)
     if text is None:
         return
     if not text.strip():
         on_issue(InputIssue(label, None, "empty document"))
         return
-    title = _title_from_text(text, path.stem) if path.suffix == ".md" else path.stem
-    yield Document(doc_id=label, title=title, text=text, source=label)
+    yield Document(doc_id=label, title=text_title(content_name(path), text), text=text, source=label)
 
 
 def _json_kind(value: Any) -> str:
@@ -253,12 +335,15 @@ def read_csv_file(
         on_issue(InputIssue(label, 1, f"malformed CSV header ({err})"))
         return
     if text_column not in columns:
+        optional = " and ".join(f"'{c}'" for c in (id_column, title_column))
         on_issue(
             InputIssue(
                 label,
                 1,
                 f"missing CSV column '{text_column}' (columns: {', '.join(columns) or 'none'}); "
-                "map yours with --csv-text/--csv-title/--csv-id",
+                f"the first row must name the columns, one of them '{text_column}' for the text "
+                f"(and optionally {optional})",
+                cli_hint="or map your columns with --csv-text/--csv-title/--csv-id",
             )
         )
         return
@@ -409,23 +494,13 @@ def read_documents(
     seen: dict[str, str] = {}
     for path in list_source_files(source, on_issue):
         label = path.relative_to(root).as_posix() if source.is_dir() else path.name
-        suffix = path.suffix.lower()
-        if suffix in TEXT_SUFFIXES:
-            docs = read_text_file(path, label, on_issue, max_document_chars)
-        elif suffix == ".jsonl":
+        suffix = Path(content_name(path)).suffix.lower()
+        if suffix == ".jsonl":
             docs = read_jsonl_file(path, label, on_issue)
         elif suffix == ".csv":
             docs = read_csv_file(path, label, on_issue, *csv_columns)
-        else:
-            on_issue(
-                InputIssue(
-                    label,
-                    None,
-                    f"unsupported file type '{suffix or path.name}'; "
-                    f"supported: {', '.join(SUPPORTED_SUFFIXES)}",
-                )
-            )
-            continue
+        else:  # any other file is text if its content decodes as text
+            docs = read_text_file(path, label, on_issue, max_document_chars)
         for doc in docs:
             problem = validate_document(doc, max_document_chars)
             if problem:

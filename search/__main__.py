@@ -1,5 +1,5 @@
-"""CLI: `python -m search "query" --index DIR [-k 5] [--mode dense|bm25|hybrid] [--rerank | --no-rerank]
-[--rerank-model PATH] [--candidates N]`.
+"""CLI: `python -m search "query" --index DIR [-k 5] [--mode dense|bm25|hybrid]
+[--fusion rrf|minmax|zscore] [--fusion-weight W] [--rerank | --no-rerank] [--rerank-model PATH] [--candidates N]`.
 
 Reranking uses --rerank-model, else the reranker shipped in models/reranker; without
 --rerank or --no-rerank it is on when a model is named or the shipped one is on by default
@@ -17,6 +17,7 @@ from pathlib import Path
 from indexer.errors import IndexerError
 from search.config import MODES
 from search.errors import SearchError
+from search.fusion import FUSIONS
 from search.rerank import resolve_reranker
 from search.searcher import Searcher
 
@@ -28,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="retriever: embeddings, exact terms, or both fused (default: hybrid)")
+    parser.add_argument("--fusion", choices=FUSIONS, default=None,
+                        help="how hybrid fuses dense and BM25: reciprocal rank, or a convex combination of "
+                        "min-max or z-score normalised scores (default: SearchConfig's)")
+    parser.add_argument("--fusion-weight", type=float, default=None, metavar="W",
+                        help="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)")
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                         help="rescore the top --candidates documents with the cross-encoder")
     parser.add_argument("--rerank-model", default=None, metavar="PATH",
@@ -42,9 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         choice = resolve_reranker(args.rerank, args.rerank_model)
         searcher = Searcher(args.index, db_url=args.db, reranker=choice.load() if choice.enabled else None)
         result = searcher.search_detailed(
-            args.query, k=args.k, mode=args.mode, rerank=choice.enabled, candidates=args.candidates
+            args.query, k=args.k, mode=args.mode, rerank=choice.enabled, candidates=args.candidates,
+            fusion=args.fusion, fusion_weight=args.fusion_weight,
         )
-    except (IndexerError, SearchError, ValueError, OSError) as err:
+    except (IndexerError, SearchError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for rank, hit in enumerate(result.hits, start=1):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data.paths import PROJECT_ROOT
+from search.fusion import Fusion, check_fusion, check_fusion_weight
 
 MODES = ("dense", "bm25", "hybrid")
 # The most documents one search returns or reranks: past this, fetching and grouping passages
@@ -31,13 +32,21 @@ def check_count(name: str, value: object, maximum: int = MAX_K) -> int:
     return int(value)
 
 
+# The weight each fusion method gets when a search names the method but no weight: the dense
+# list's share that measured best for it on the dev sets (bench/bench_relevance.py).
+FUSION_WEIGHTS = {"rrf": 0.5, "minmax": 0.6, "zscore": 0.6}
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """How a `Searcher` retrieves passages and turns them into document hits.
 
     Passages are grouped so each document appears once, with its best passage.
-    `candidate_factor` × k passages are fetched first, doubling until k
-    distinct documents are found or the retriever runs out.
+    Each retriever (both, in hybrid) first returns its top `fusion_depth`
+    passages; only when those hold fewer than k documents are they fetched again
+    at twice the depth, and the documents found there follow all those found
+    before. The depths tried never depend on k, so `search(q, k)[:j] ==
+    search(q, j)` for every j <= k: raising k only appends.
 
     `k` and `rerank_candidates` lie in 1..`MAX_K`. `auto_refresh` makes every
     search (and `stats()`) first check, with one small SQL read, whether another
@@ -47,27 +56,54 @@ class SearchConfig:
     `mode` is the retriever used when a search names none: "hybrid", because on
     SciFact test it beat both parts (nDCG@10 0.716 against 0.660 dense and 0.679
     BM25; recall@100 0.958 against 0.930 and 0.910; BENCHMARKS.md) for about a
-    millisecond of BM25 on top of dense retrieval. `rerank_candidates` is how
-    many documents a reranker rescores; `rrf_k` is the constant of
-    reciprocal-rank fusion (60, as in Cormack et al. 2009).
+    millisecond of BM25 on top of dense retrieval. `fusion` is how hybrid fuses
+    the two lists ("rrf", "minmax" or "zscore"; `search.fusion`) and
+    `fusion_weight` the dense list's share, 0..1 (None: the method's
+    `FUSION_WEIGHTS`). `second_passage_weight` adds that share of a document's
+    second-best passage score (above the lowest score fetched) to its best, so a
+    document matching in several places edges ahead; 0 ranks by the best alone.
+    `rerank_candidates` is how many documents a reranker rescores; `rrf_k` is
+    the constant of reciprocal-rank fusion (60, as in Cormack et al. 2009).
     """
 
     k: int = 10
-    candidate_factor: int = 4
+    fusion_depth: int = 100
     one_hit_per_document: bool = True
     mode: str = "hybrid"
+    fusion: str = "zscore"
+    fusion_weight: float | None = None
+    second_passage_weight: float = 0.1
     rerank_candidates: int = 50
     rrf_k: int = 60
     auto_refresh: bool = True
 
     def __post_init__(self) -> None:
         check_count("k", self.k)
-        if self.candidate_factor < 1:
-            raise ValueError(f"candidate_factor ({self.candidate_factor}) must be at least 1.")
+        check_count("fusion_depth", self.fusion_depth)
         check_mode(self.mode)
+        check_fusion(self.fusion)
+        if self.fusion_weight is not None:
+            check_fusion_weight(self.fusion_weight)
+        if not 0.0 <= self.second_passage_weight <= 1.0:
+            raise ValueError(
+                f"second_passage_weight ({self.second_passage_weight}) must lie between 0 and 1; "
+                "0 ranks a document by its best passage alone."
+            )
         check_count("rerank_candidates", self.rerank_candidates)
         if self.rrf_k < 0:
             raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
+
+    def fusion_for(self, method: str | None = None, weight: float | None = None) -> Fusion:
+        """The one rule for how a hybrid search fuses: the method asked for, else `fusion`; the weight
+        asked for, else `fusion_weight` when the method is the configured one, else the method's
+        `FUSION_WEIGHTS` entry."""
+        method = self.fusion if method is None else check_fusion(method)
+        if weight is None:
+            if method == self.fusion and self.fusion_weight is not None:
+                weight = self.fusion_weight
+            else:
+                weight = FUSION_WEIGHTS[method]
+        return Fusion(method, weight, self.rrf_k)
 
 
 # The reranker trained by bench/bench_rerank.py and committed with the app (models/reranker/README.md).

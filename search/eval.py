@@ -1,5 +1,6 @@
 """CLI: `python -m search.eval --beir DIR --index DIR [--split test] [--mode dense|bm25|hybrid]
-[--rerank | --no-rerank] [--rerank-model PATH] [--candidates N] [--build] [--json]`.
+[--fusion rrf|minmax|zscore] [--fusion-weight W] [--rerank | --no-rerank] [--rerank-model PATH]
+[--candidates N] [--build] [--json]`.
 
 Evaluates the search pipeline on a BEIR-format dataset: nDCG@10, MRR@10,
 recall@100, and the latency of `Searcher.search_detailed` per query, end to end
@@ -26,6 +27,7 @@ from data.beir import load_beir_qrels, load_beir_queries
 from indexer import IndexConfig, IndexerError, build_index
 from search.config import MODES, SHIPPED_RERANKER, RerankConfig, SearchConfig, check_mode
 from search.errors import SearchError
+from search.fusion import FUSIONS, check_fusion, check_fusion_weight
 from search.metrics import evaluate_rankings, percentile_ms
 from search.rerank import resolve_reranker
 from search.searcher import Searcher
@@ -48,8 +50,14 @@ class EvalConfig:
     rerank_model: str | None = None
     candidates: int | None = None
     rerank_config: RerankConfig | None = None
+    fusion: str | None = None
+    fusion_weight: float | None = None
 
     def __post_init__(self) -> None:
+        if self.fusion is not None:
+            check_fusion(self.fusion)
+        if self.fusion_weight is not None:
+            check_fusion_weight(self.fusion_weight)
         if self.depth < 100:
             raise ValueError(f"depth ({self.depth}) must be at least 100 for recall@100.")
         if self.mode is not None:
@@ -97,6 +105,8 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
         rerank=choice.enabled,
         candidates=config.rerank_candidates,
         show_progress=config.show_progress,
+        fusion=config.fusion,
+        fusion_weight=config.fusion_weight,
     )
 
 
@@ -109,6 +119,8 @@ def evaluate_searcher(
     rerank: bool | None = None,
     candidates: int | None = None,
     show_progress: bool = False,
+    fusion: str | None = None,
+    fusion_weight: float | None = None,
 ) -> dict[str, float]:
     """Run every judged query through `searcher`; metrics plus latency per stage.
 
@@ -117,7 +129,7 @@ def evaluate_searcher(
     """
     rankings, stages = run_queries(
         searcher, queries, list(qrels), mode=mode, depth=depth, rerank=rerank, candidates=candidates,
-        show_progress=show_progress,
+        show_progress=show_progress, fusion=fusion, fusion_weight=fusion_weight,
     )
     metrics = evaluate_rankings(rankings, qrels)
     for stage, seconds in stages.items():
@@ -137,6 +149,8 @@ def run_queries(
     rerank: bool | None = None,
     candidates: int | None = None,
     show_progress: bool = False,
+    fusion: str | None = None,
+    fusion_weight: float | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, list[float]]]:
     """The ranked document ids of each query (its top `depth`), and the seconds per stage per query.
 
@@ -146,7 +160,8 @@ def run_queries(
     """
     def search(text: str):
         return searcher.search_detailed(
-            text, k=depth, mode=mode, rerank=rerank, candidates=candidates, keep_tail=True
+            text, k=depth, mode=mode, rerank=rerank, candidates=candidates, keep_tail=True,
+            fusion=fusion, fusion_weight=fusion_weight,
         )
 
     if qids:
@@ -172,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None)
     parser.add_argument("--db", default=None)
     parser.add_argument("--mode", choices=MODES, default=None, help="retriever (default: hybrid)")
+    parser.add_argument("--fusion", choices=FUSIONS, default=None,
+                        help="how hybrid fuses dense and BM25: reciprocal rank, or a convex combination of "
+                        "min-max or z-score normalised scores (default: SearchConfig's)")
+    parser.add_argument("--fusion-weight", type=float, default=None, metavar="W",
+                        help="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)")
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                         help=f"rerank (default: as the app, with the shipped reranker ({SHIPPED_RERANKER}) "
                         "when its rerank_config.json turns it on)")
@@ -196,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             rerank=args.rerank,
             rerank_model=args.rerank_model,
             candidates=args.candidates,
+            fusion=args.fusion,
+            fusion_weight=args.fusion_weight,
         )
         metrics = evaluate(config)
     except (IndexerError, SearchError, ValueError, OSError) as err:
@@ -203,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"{'metric':<26}value")
     print(f"{'mode':<26}{args.mode or SearchConfig().mode}")
+    fusion = SearchConfig().fusion_for(args.fusion, args.fusion_weight)
+    print(f"{'fusion (hybrid)':<26}{fusion.method} w={fusion.weight:g}")
     for name, value in metrics.items():
         print(f"{name:<26}{value:.4f}" if "latency" not in name else f"{name:<26}{value:.2f}")
     if args.json:

@@ -1,24 +1,71 @@
-"""Reciprocal-rank fusion (Cormack, Clarke & Büttcher 2009, "Reciprocal Rank Fusion
-outperforms Condorcet and individual Rank Learning Methods").
+"""Fusing the dense and BM25 rankings of one query into one.
 
-Fusing ranks rather than scores is what lets BM25 scores (unbounded, query
-dependent) and cosine similarities be combined without calibrating either.
+Two families, both over the same two lists (each cut at the same fixed depth):
+
+- Reciprocal-rank fusion (Cormack, Clarke & Büttcher 2009, "Reciprocal Rank
+  Fusion outperforms Condorcet and individual Rank Learning Methods"), plain or
+  weighted: only ranks count, so BM25 scores (unbounded, query dependent) and
+  cosine similarities need no calibration.
+- A convex combination of per-query normalised scores, w · dense + (1 - w) ·
+  BM25 (Bruch, Gai & Ingber 2023, "An Analysis of Fusion Functions for Hybrid
+  Retrieval", ACM TOIS): it keeps how far apart the scores are, which ranks
+  throw away, and its one weight is learnt from a small labelled sample.
+  Normalised by min-max (the paper's main choice) or by z-score (mean and
+  standard deviation of the list, which a single outlying top score does not
+  stretch as it stretches min-max).
+
+`fusion_weight` is always the dense list's share, from 0 (BM25 alone) to 1
+(dense alone).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-def reciprocal_rank_fusion(rankings: list[list[int]], k: int = 60) -> list[tuple[int, float]]:
-    """(id, score) for every id in any ranking, best first; score = Σ 1 / (k + rank), rank from 1.
+# "rrf": weighted reciprocal rank (plain RRF at weight 0.5); "minmax" and "zscore": convex combinations.
+FUSIONS = ("rrf", "minmax", "zscore")
 
-    An id missing from a ranking gets nothing from it. Equal scores keep the
-    order in which ids are first met reading the rankings in turn, so earlier
-    rankings win ties. Each ranking must list an id at most once.
+
+def check_fusion(method: str) -> str:
+    if method not in FUSIONS:
+        raise ValueError(
+            f"Unknown fusion {method!r}. Valid: {', '.join(FUSIONS)} "
+            "(reciprocal rank, or a convex combination of min-max or z-score normalised scores)."
+        )
+    return method
+
+
+def check_fusion_weight(weight: object) -> float:
+    """`weight` as a float in 0..1 (the dense list's share); anything else names the valid range."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise TypeError(f"fusion weight must be a number between 0 and 1, not {weight!r} ({type(weight).__name__}).")
+    if not 0.0 <= weight <= 1.0:  # also refuses nan
+        raise ValueError(
+            f"fusion weight ({weight}) must lie between 0 (BM25 alone) and 1 (dense alone); 0.5 weighs both equally."
+        )
+    return float(weight)
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[int]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[int, float]]:
+    """(id, score) for every id in any ranking, best first; score = Σ weight / (k + rank), rank from 1.
+
+    Weights default to 1 each (plain RRF). An id missing from a ranking gets
+    nothing from it. Equal scores keep the order in which ids are first met
+    reading the rankings in turn, so earlier rankings win ties. Each ranking must
+    list an id at most once.
     """
     if k < 0:
         raise ValueError(f"k ({k}) must not be negative; Cormack et al. use 60.")
+    if weights is None:
+        weights = [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings; give one weight per ranking.")
     scores: dict[int, float] = {}
-    for which, ranking in enumerate(rankings):
+    for which, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
         seen: set[int] = set()
         for rank, item in enumerate(ranking, start=1):
             if item in seen:
@@ -26,5 +73,100 @@ def reciprocal_rank_fusion(rankings: list[list[int]], k: int = 60) -> list[tuple
                     f"ranking {which} lists id {item} twice; each ranking must list an id at most once."
                 )
             seen.add(item)
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def min_max(scores: Sequence[float]) -> list[float]:
+    """Scores mapped onto 0..1 (worst to best of this list). A list without spread (one item, or all
+    equal) maps to 1: every item is as good as the list's best, and above anything the list lacks (0)."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high - low <= 0.0:
+        return [1.0] * len(scores)
+    return [(s - low) / (high - low) for s in scores]
+
+
+def z_score(scores: Sequence[float]) -> list[float]:
+    """(score - mean) / standard deviation of the list. A list without spread maps to 0."""
+    if not scores:
+        return []
+    mean = math.fsum(scores) / len(scores)
+    spread = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+    if spread <= 0.0:
+        return [0.0] * len(scores)
+    return [(s - mean) / spread for s in scores]
+
+
+def _normalised(scores: Sequence[float], method: str) -> tuple[list[float], float]:
+    """The normalised scores and the value an item missing from the list gets.
+
+    Missing means it ranked below the list's cut, so it gets the lowest value
+    the list can give: 0 for min-max; for z-score the list's lowest z, or one
+    unit below its items when the list has no spread (one match is still
+    evidence that the others lack).
+    """
+    if method == "minmax":
+        return min_max(scores), 0.0
+    normalised = z_score(scores)
+    if not normalised:
+        return [], 0.0
+    lowest = min(normalised)
+    return normalised, (lowest - 1.0 if max(normalised) == lowest else lowest)
+
+
+def convex_fusion(
+    scored: Sequence[Sequence[tuple[int, float]]], weights: Sequence[float], method: str = "minmax"
+) -> list[tuple[int, float]]:
+    """(id, Σ weight · normalised score) for every id in any list, best first (Bruch et al. 2023).
+
+    `scored` holds one list of (id, raw score) per retriever. Each list is
+    normalised on its own (`method` "minmax" or "zscore"); an id a list lacks
+    gets that list's floor (see `_normalised`). Equal fused scores keep the order
+    in which ids are first met reading the lists in turn.
+    """
+    if method not in ("minmax", "zscore"):
+        raise ValueError(f"Unknown normalisation {method!r}. Valid: minmax, zscore.")
+    if len(weights) != len(scored):
+        raise ValueError(f"{len(weights)} weights for {len(scored)} lists; give one weight per list.")
+    order: dict[int, None] = {}
+    normalised: list[tuple[dict[int, float], float]] = []
+    for which, items in enumerate(scored):
+        ids = [item for item, _ in items]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"list {which} holds an id twice; each list must hold an id at most once.")
+        values, floor = _normalised([score for _, score in items], method)
+        normalised.append((dict(zip(ids, values, strict=True)), floor))
+        order.update(dict.fromkeys(ids))
+    fused = [
+        (item, math.fsum(w * by_id.get(item, floor) for w, (by_id, floor) in zip(weights, normalised, strict=True)))
+        for item in order
+    ]
+    return sorted(fused, key=lambda pair: -pair[1])
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How a hybrid search fuses its dense and BM25 lists: the method and the dense list's weight."""
+
+    method: str = "rrf"
+    weight: float = 0.5
+    rrf_k: int = 60
+
+    def __post_init__(self) -> None:
+        check_fusion(self.method)
+        object.__setattr__(self, "weight", check_fusion_weight(self.weight))
+        if self.rrf_k < 0:
+            raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
+
+    def fuse(self, dense: Sequence[tuple[int, float]], bm25: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+        """Every id of either (id, score) list, with its fused score, best first; dense wins ties."""
+        if self.method == "rrf":
+            # Scaled so that weight 0.5 is plain RRF, score for score.
+            return reciprocal_rank_fusion(
+                [[item for item, _ in dense], [item for item, _ in bm25]],
+                k=self.rrf_k,
+                weights=[2.0 * self.weight, 2.0 * (1.0 - self.weight)],
+            )
+        return convex_fusion([dense, bm25], [self.weight, 1.0 - self.weight], self.method)

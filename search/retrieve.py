@@ -1,7 +1,7 @@
 """Retrievers: the first stage of the search pipeline, a `Query` in, scored passage ids out.
 
 Dense (embeddings in the vector store), BM25 (exact terms) and hybrid (both,
-fused by reciprocal rank) share one protocol, so the searcher groups, reranks
+fused as `search.fusion.Fusion` says) share one protocol, so the searcher groups, reranks
 and cuts their output the same way. A reranker (see `rerank.py`) may reorder
 what a retriever returns. Which retrievers an index offers is decided once per
 loaded build (`retrievers_for`), and which one a search runs once per query
@@ -23,7 +23,7 @@ import numpy as np
 from indexer.embedding import encode_query
 from search.config import check_mode
 from search.errors import IndexUnreadableError, QueryTruncatedWarning
-from search.fusion import reciprocal_rank_fusion
+from search.fusion import Fusion
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class BM25Retriever:
 
 
 class HybridRetriever:
-    """Dense and BM25 passage rankings fused by reciprocal rank (see `search.fusion`).
+    """Dense and BM25 passage rankings fused into one (`search.fusion.Fusion`: RRF or a convex combination).
 
     Fusion happens at the passage level, before the searcher groups passages
     into documents: both retrievers rank passages natively, the hybrid stays a
@@ -133,31 +133,33 @@ class HybridRetriever:
     both retrievers put highest, which is what the reranker and the UI show.
     The cost is that a document whose several passages all rank high in one list
     pushes other documents down that list; on SciFact, where most documents are
-    one or two passages, that is minor. Each list is cut at n; the searcher
-    asks for a larger n when the fused list holds too few documents.
+    one or two passages, that is minor. Both lists are cut at n before fusing,
+    so what n is decides the fused order: the searcher asks only for depths that
+    do not depend on k (`SearchConfig.fusion_depth`, then doubled).
     """
 
-    def __init__(self, dense: DenseRetriever, bm25: BM25Retriever, rrf_k: int = 60) -> None:
+    def __init__(self, dense: DenseRetriever, bm25: BM25Retriever, fusion: Fusion | None = None) -> None:
         self.dense = dense
         self.bm25 = bm25
-        self.rrf_k = rrf_k
+        self.fusion = fusion or Fusion()
+
+    def with_fusion(self, fusion: Fusion) -> HybridRetriever:
+        """The same two retrievers fused another way (for one search that names its own fusion)."""
+        return self if fusion == self.fusion else HybridRetriever(self.dense, self.bm25, fusion)
 
     def retrieve(self, query: Query, n: int) -> list[Candidate]:
-        rankings = [
-            [c.passage_id for c in self.dense.retrieve(query, n)],
-            [c.passage_id for c in self.bm25.retrieve(query, n)],
-        ]
-        fused = reciprocal_rank_fusion(rankings, k=self.rrf_k)
-        return [Candidate(pid, score) for pid, score in fused[:n]]
+        dense = [(c.passage_id, c.score) for c in self.dense.retrieve(query, n)]
+        lexical = [(c.passage_id, c.score) for c in self.bm25.retrieve(query, n)]
+        return [Candidate(pid, score) for pid, score in self.fusion.fuse(dense, lexical)[:n]]
 
 
-def retrievers_for(vectors: VectorIndex, bm25: LexicalIndex | None, rrf_k: int = 60) -> dict[str, Retriever]:
+def retrievers_for(vectors: VectorIndex, bm25: LexicalIndex | None, fusion: Fusion | None = None) -> dict[str, Retriever]:
     """Mode -> retriever for one build: all three modes, or only dense for an index without BM25."""
     dense = DenseRetriever(vectors)
     if bm25 is None:
         return {"dense": dense}
     lexical = BM25Retriever(bm25)
-    return {"dense": dense, "bm25": lexical, "hybrid": HybridRetriever(dense, lexical, rrf_k)}
+    return {"dense": dense, "bm25": lexical, "hybrid": HybridRetriever(dense, lexical, fusion)}
 
 
 @dataclass(frozen=True)

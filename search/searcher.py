@@ -17,10 +17,11 @@ from pathlib import Path
 from indexer.index import Index, IndexStats
 from indexer.model_spec import ModelSpec
 from search.config import SearchConfig, check_count
+from search.documents import rank_in_rounds
 from search.errors import EmptyQueryError
 from search.hits import Hit, SearchResult, StageTimings
 from search.rerank import Reranker
-from search.retrieve import Candidate, Query, Retriever, choose_mode, retrievers_for
+from search.retrieve import HybridRetriever, Query, Retriever, choose_mode, retrievers_for
 
 __all__ = ["IndexStats", "LoadedBuild", "Searcher"]
 
@@ -79,7 +80,7 @@ class Searcher:
         stats = IndexStats.of(snapshot.info)  # the figures of this very build
         return LoadedBuild(
             build_id=snapshot.build_id,
-            retrievers=retrievers_for(snapshot.vectors, snapshot.bm25, self.config.rrf_k),
+            retrievers=retrievers_for(snapshot.vectors, snapshot.bm25, self.config.fusion_for()),
             passages=snapshot.vectors.ntotal,
             stats=stats,
         )
@@ -131,6 +132,8 @@ class Searcher:
         mode: str | None = None,
         rerank: bool | None = None,
         candidates: int | None = None,
+        fusion: str | None = None,
+        fusion_weight: float | None = None,
     ) -> list[Hit]:
         """The k best documents for `query`, each with its best-matching passage.
 
@@ -138,8 +141,14 @@ class Searcher:
         defaults to whether the Searcher was given a reranker; when reranking, the
         retriever's top `candidates` documents (default `config.rerank_candidates`)
         are rescored and the best k kept. `k` and `candidates` lie in 1..MAX_K (1000).
+        `fusion` ("rrf", "minmax" or "zscore") and `fusion_weight` (the dense
+        list's share, 0..1) say how hybrid fuses its two lists (default
+        `config.fusion_for()`); other modes check and ignore them. The top k never
+        depends on k: `search(q, k=5) == search(q, k=30)[:5]`.
         """
-        return self.search_detailed(query, k, mode, rerank, candidates).hits
+        return self.search_detailed(
+            query, k, mode, rerank, candidates, fusion=fusion, fusion_weight=fusion_weight
+        ).hits
 
     def search_detailed(
         self,
@@ -149,6 +158,8 @@ class Searcher:
         rerank: bool | None = None,
         candidates: int | None = None,
         keep_tail: bool = False,
+        fusion: str | None = None,
+        fusion_weight: float | None = None,
     ) -> SearchResult:
         """`search`, plus the mode that ran, how many candidates were reranked and per-stage timings.
 
@@ -161,6 +172,7 @@ class Searcher:
             raise TypeError(f"query must be a string, not {type(query).__name__}.")
         k = check_count("k", self.config.k if k is None else k)
         candidates = check_count("candidates", self.config.rerank_candidates if candidates is None else candidates)
+        fused_by = self.config.fusion_for(fusion, fusion_weight)
         if rerank is None:
             rerank = self.reranker is not None
         reranker = self.reranker if rerank else None
@@ -188,7 +200,10 @@ class Searcher:
         started = time.perf_counter()
         request = Query(text, self.model)
         depth = (max(k, candidates) if keep_tail else candidates) if reranker is not None else k
-        hits = self._retrieve_hits(loaded, loaded.retrievers[choice.mode], request, depth)
+        retriever = loaded.retrievers[choice.mode]
+        if isinstance(retriever, HybridRetriever):
+            retriever = retriever.with_fusion(fused_by)
+        hits = self._retrieve_hits(loaded, retriever, request, depth)
         retrieve_s = time.perf_counter() - started - request.encode_s
         reranked, rerank_s = 0, 0.0
         if reranker is not None and hits:
@@ -207,50 +222,31 @@ class Searcher:
         )
 
     def _retrieve_hits(self, loaded: LoadedBuild, retriever: Retriever, query: Query, k: int) -> list[Hit]:
-        """Fetch passages until k distinct documents are found or the retriever runs out."""
-        total = loaded.passages
-        n = min(total, k * self.config.candidate_factor)
-        while True:
-            candidates = retriever.retrieve(query, n)
-            hits = self._to_hits(candidates, k)
-            if len(hits) >= k or n >= total or len(candidates) < n:
-                return hits
-            n = min(total, n * 2)
-
-    def _to_hits(self, candidates: list[Candidate], k: int) -> list[Hit]:
-        """The first k candidates (one per document unless configured otherwise) as hits.
-
-        Grouping needs only passage -> document ids; text and metadata are then
-        loaded for the k chosen passages alone.
-        """
-        document_of = self.index.document_ids([c.passage_id for c in candidates])
-        chosen: list[Candidate] = []
-        seen_docs: set[int] = set()
-        for cand in candidates:
-            doc_id = document_of.get(cand.passage_id)
-            if doc_id is None:  # deleted by a build that committed after we loaded the vectors
-                continue
-            if self.config.one_hit_per_document:
-                if doc_id in seen_docs:
-                    continue
-                seen_docs.add(doc_id)
-            chosen.append(cand)
-            if len(chosen) == k:
-                break
-        records = self.index.passages([c.passage_id for c in chosen])
+        """The first k documents of this query's one document ranking (`rank_in_rounds`: fetched at
+        depths that never depend on k, so a larger k only appends), each a hit on its best passage."""
+        chosen = rank_in_rounds(
+            lambda n: retriever.retrieve(query, n),
+            self.index.document_ids,
+            k,
+            self.config.fusion_depth,
+            loaded.passages,
+            self.config.second_passage_weight,
+            self.config.one_hit_per_document,
+        )
+        records = self.index.passages([doc.passage_id for doc in chosen])
         return [
             Hit(
                 doc_id=record.doc_id,
                 title=record.title,
                 text=record.text,
-                score=cand.score,
-                retriever_score=cand.score,
+                score=doc.score,
+                retriever_score=doc.score,
                 metadata=dict(record.metadata),
                 passage_id=record.passage_id,
                 start_char=record.start_char,
                 end_char=record.end_char,
                 source=record.source,
             )
-            for cand in chosen
-            if (record := records.get(cand.passage_id)) is not None
+            for doc in chosen
+            if (record := records.get(doc.passage_id)) is not None
         ]

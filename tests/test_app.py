@@ -6,6 +6,7 @@ import fcntl
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from data.paths import PROJECT_ROOT
 from indexer import IndexConfig, build_index
 from search import similarity
-from search.config import shipped_reranker
+from search.config import SearchConfig, shipped_reranker
 from search.rerank import load_rerank_config, resolve_reranker
 from tests.search.helpers import build_tiny_cross_encoder, without_bm25
 from ui.highlight import escape_markdown
@@ -82,6 +83,16 @@ def result_titles(at: AppTest) -> list[str]:
     ]
 
 
+def relevance_badges(at: AppTest) -> dict[str, str]:
+    """Title -> its relevance badge, e.g. "strong match ▰▰▰▱▱"."""
+    badges = {}
+    for m in at.markdown:
+        found = re.match(r"\*\*\d+\. (.*?)\*\* &nbsp; :\w+-badge\[(.*)\]$", m.value)
+        if found:
+            badges[found.group(1)] = found.group(2)
+    return badges
+
+
 def test_search_page_shows_stats_and_ranks_the_right_document_first(
     demo_index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,7 +102,7 @@ def test_search_page_shows_stats_and_ranks_the_right_document_first(
     stats = metrics(at)
     assert stats["Documents"] == "4"
     assert stats["Passages"] == "4"
-    assert stats["Build time"].endswith(" s")
+    assert stats["Last build"].endswith(" s")
     assert at.main.caption[0].value.startswith(  # the label escaped as Markdown: it reads the same
         "Model **all\\-MiniLM\\-L6\\-v2** (384 dimensions) · built "
     )
@@ -107,7 +118,7 @@ def test_search_page_shows_stats_and_ranks_the_right_document_first(
 
     at.number_input(key="k").set_value(2).run()
     assert result_titles(at)[:1] == ["pasta"] and len(result_titles(at)) == 2
-    assert [e.label for e in at.expander] == ["Full passage", "Full passage"]
+    assert [e.label for e in at.expander] == ["Full passage and scores"] * 2
 
 
 def test_query_in_the_url_searches_on_load(
@@ -146,7 +157,7 @@ def test_mode_selector_switches_between_dense_bm25_and_hybrid(
     at.radio(key="mode").set_value("hybrid").run()
     assert not at.exception
     assert result_titles(at)[0] == "jupiter" and len(result_titles(at)) == 4
-    assert any(":gray[fused 0.0" in m.value for m in at.markdown)  # fused scores are ~1/60
+    assert any(" · fused 0.0" in c.value for c in at.main.caption)  # raw scores in the details
     assert "mode" not in at.query_params  # the default mode stays out of the link
 
     at = run_app({"q": "spaghetti", "mode": "bm25"})  # a shared link keeps its mode
@@ -162,14 +173,16 @@ def test_rerank_toggle_shows_both_scores_and_the_candidates(
     at = run_app({"q": "how long do I boil noodles"})
     assert not at.exception
     assert at.toggle(key="rerank").value is True
-    headings = [m.value for m in at.markdown if m.value.startswith("**")]
-    assert len(headings) == 4 and all(" · fused " in h and ":gray[rerank " in h for h in headings)
+    details = [c.value for c in at.main.caption if c.value.startswith("cosine ")]
+    assert len(details) == 4 and all(" · fused " in d and " · rerank " in d for d in details)
     assert any("the top 4 candidates were reranked" in c.value for c in at.main.caption)
+    badges = relevance_badges(at)
 
     at.toggle(key="rerank").set_value(False).run()
-    headings = [m.value for m in at.markdown if m.value.startswith("**")]
-    assert all(":gray[fused " in h for h in headings)
+    details = [c.value for c in at.main.caption if c.value.startswith("cosine ")]
+    assert details and not any("rerank" in d for d in details)
     assert result_titles(at)[0] == "pasta"
+    assert relevance_badges(at) == badges, "a document's relevance does not change with the toggle"
 
 
 @pytest.mark.skipif(shipped_reranker() is None, reason="models/reranker is not in this checkout")
@@ -367,7 +380,7 @@ def test_doc_id_and_source_show_literally(private_index: Path) -> None:
     at.sidebar.button(key="index_uploads").click().run()
     at.text_input(key="query").input("plucked harp").run()
     assert not at.exception and result_titles(at)[0] == "Harp"
-    caption = next(c.value for c in at.main.caption if "characters" in c.value)
+    caption = next(c.value for c in at.main.caption if "strings" in c.value)
     assert caption.startswith(f"{escape_markdown(record['id'])} · ")
     assert caption.startswith("\\*\\*x\\*\\* \\[a\\]\\(b\\) · ")
     assert "strings\\_\\[1\\]" in caption, "the source file name is escaped too"
@@ -407,3 +420,104 @@ def test_compare_page_uses_the_index_model(
     at = run_app({"page": "compare"})
     assert "by **all\\-MiniLM\\-L6\\-v2**, the default model, as there is no index yet" in at.main.caption[0].value
     assert metrics(at)["Cosine similarity"] == f"{similarity(*EXAMPLE_PAIR):.3f}"
+
+
+def test_relevance_reads_the_same_in_every_mode_and_raw_scores_sit_in_the_details(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fused 0.031 or a BM25 11.5 means nothing to a reader; a cosine label does, in all modes."""
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app({"q": "boil spaghetti in salted water"})
+    hybrid = relevance_badges(at)
+    assert hybrid["pasta"].startswith("strong match")
+    assert not any("fused" in m.value for m in at.markdown), "no raw score in the headings"
+    at.radio(key="mode").set_value("dense").run()
+    assert relevance_badges(at)["pasta"] == hybrid["pasta"]
+    at.radio(key="mode").set_value("bm25").run()
+    assert relevance_badges(at)["pasta"] == hybrid["pasta"]
+    details = [c.value for c in at.main.caption if c.value.startswith("cosine ")]
+    assert re.match(r"cosine 0\.\d{3} · BM25 \d+\.\d{3} · characters 0–\d+ of the document$", details[0])
+    assert not any(c.value.startswith("characters") or " · characters " in c.value
+                   for c in at.main.caption if not c.value.startswith("cosine ")), \
+        "where the passage sits is a detail, inside the expander"
+
+
+def test_a_query_the_index_cannot_answer_is_marked_as_weak(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app({"q": "configure a firewall"})
+    assert not at.exception
+    assert set(relevance_badges(at)) and all(b.startswith("weak match") for b in relevance_badges(at).values())
+    assert any("None of these passages matches the query well" in w.value for w in at.warning)
+    at = run_app({"q": "the largest planet in the solar system"})
+    assert not any("matches the query well" in w.value for w in at.warning)
+
+
+def test_hybrid_offers_fusion_method_and_weight(demo_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app({"q": "great red spot"})
+    assert at.selectbox(key="fusion").value == SearchConfig().fusion_for().method
+    assert at.slider(key="fusion_weight").value == SearchConfig().fusion_for().weight
+    at.slider(key="fusion_weight").set_value(0.0).run()  # BM25 alone: only jupiter has the words
+    assert not at.exception and result_titles(at)[0] == "jupiter"
+    at.selectbox(key="fusion").set_value("minmax").run()
+    assert not at.exception
+    assert at.slider(key="fusion_weight").value == SearchConfig().fusion_for("minmax").weight
+    at.radio(key="mode").set_value("dense").run()
+    assert not at.selectbox, "fusion only applies to hybrid"
+
+
+def test_upload_of_a_csv_without_a_text_column_says_what_the_file_needs(private_index: Path) -> None:
+    at = run_app()
+    at.file_uploader(key="uploads").set_value(
+        [("people.csv", b"name,bio\nAda,wrote programs\n", "text/csv"),
+         ("README", b"A readme without an extension is text too.", "application/octet-stream")]
+    ).run()
+    at.sidebar.button(key="index_uploads").click().run()
+    assert not at.exception
+    warnings = [w.value for w in at.sidebar.warning]
+    assert len(warnings) == 1 and "people.csv" in warnings[0]
+    assert "'text'" in warnings[0] and "--csv" not in warnings[0]
+    assert "Added 1 new document" in at.sidebar.success[0].value
+
+
+def test_app_serves_while_it_builds_the_index_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make run` on a fresh clone: the page is useful before the index is complete."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name, text in DOCS.items():
+        (source / name).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(tmp_path / "index"))
+    monkeypatch.setenv("SEMSEARCH_BUILD_SOURCE", str(source))
+    monkeypatch.setenv("SEMSEARCH_BUILD_STAMP", str(tmp_path / "built"))
+    at = run_app({"q": "how long do I boil noodles"})
+    assert not at.exception
+    assert at.get("progress") or any("being indexed" in i.value for i in at.info), \
+        "a visible bar while nothing is committed"
+    assert not any("No index found" in i.value for i in at.info)
+    deadline = time.monotonic() + 240
+    while not (tmp_path / "built").exists() and time.monotonic() < deadline:
+        time.sleep(1)
+    at.run()
+    assert not at.exception
+    assert metrics(at)["Documents"] == "4"
+    assert result_titles(at)[0] == "pasta"
+    assert any("Background indexing finished" in c.value for c in at.caption)
+
+
+def test_a_failed_background_build_is_shown_and_the_app_keeps_working(
+    demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    monkeypatch.setenv("SEMSEARCH_BUILD_SOURCE", str(tmp_path / "missing"))
+    at = run_app({"q": "largest planet"})
+    deadline = time.monotonic() + 120
+    while not at.error and time.monotonic() < deadline:
+        time.sleep(1)
+        at.run()
+    assert at.error and "in the background failed" in at.error[0].value
+    assert "does not exist" in at.error[0].value
+    assert result_titles(at)[0] == "jupiter"

@@ -1,5 +1,8 @@
 """Command line: python -m training {tokenizer,pretrain,siamese,cross-encoder,adapt} ...
 
+Data-parallel on N processes: `torchrun --nproc_per_node N -m training pretrain ...`
+(any subcommand but tokenizer); see training/distributed.py.
+
 Each subcommand parses its flags into the stage's config dataclass and calls one
 function; `main` returns that function's result so tests can inspect it, and `cli`
 (the `semsearch-train` console script) returns an exit status.
@@ -136,8 +139,12 @@ def _flags(args: argparse.Namespace, *skip: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    """Under torchrun every process runs this; only rank 0 logs at INFO."""
+    from training.distributed import launched_context
+
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = logging.INFO if launched_context().is_main else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "tokenizer":
         from training.tokenizer import train_tokenizer
 
@@ -181,6 +188,10 @@ def cli(argv: list[str] | None = None) -> int:
         main(argv)
     except ValueError as err:  # bad input: show the message, not a traceback
         raise SystemExit(f"error: {err}") from err
+    finally:
+        from training.distributed import shutdown
+
+        shutdown()  # the torchrun process group, if this run joined one
     return 0
 
 

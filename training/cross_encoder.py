@@ -3,7 +3,8 @@
 Both texts go through one BERT together and a linear head scores the pair
 (Nogueira and Cho 2019, "Passage Re-ranking with BERT"); trained with binary
 cross-entropy on soft labels: a gold score mapped to 0-1, or 1 for a relevant
-passage and 0 for a mined negative.
+passage and 0 for a mined negative. Under torchrun the trainer runs data-parallel
+as it is; every rank builds the same rows (negatives mined with the same seed).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from data.raw_text import iter_documents
 from data.sick import iter_sick
 from data.stsb import MAX_SCORE, iter_stsb
 from training.config import CrossEncoderConfig, resolve_base
+from training.distributed import barrier, is_main_process, trainer_uses_cpu
 from training.negatives import BM25NegativeMiner, NegativeMiner, RandomNegativeMiner, mine_negatives
 from training.self_supervised import inverse_cloze_pairs, title_body_pairs
 from training.siamese_data import beir_rows, detect_source
@@ -138,6 +140,17 @@ def _new_cross_encoder(base: Path, config: CrossEncoderConfig, config_kwargs: di
     return CrossEncoder(modules=[transformer, Pooling(hidden, "mean"), head], device="cpu")
 
 
+def freeze_unused_pooler(model: CrossEncoder) -> None:
+    """Mark BERT's pooler (tanh over [CLS]) frozen: mean pooling never reads it, so it never gets a gradient.
+
+    Training is unchanged (AdamW skips weights without a gradient); under torchrun, DDP
+    then sees only weights that get one, as it requires without its unused-weight search.
+    """
+    for name, parameter in model.named_parameters():
+        if ".pooler." in f".{name}":
+            parameter.requires_grad_(False)
+
+
 def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None = None) -> CrossEncoderResult:
     base = resolve_base(config.base)
     layers = _base_layers(base)
@@ -161,6 +174,8 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
     model = _new_cross_encoder(base, config, config_kwargs)
     if config.num_layers is not None:
         logger.info("kept the first %d of the %d layers of %s", config.num_layers, layers, base)
+    if config.pooling == "mean":
+        freeze_unused_pooler(model)
     loss = BinaryCrossEntropyLoss(model)
     checkpoints = config.out / "checkpoints"
     args = CrossEncoderTrainingArguments(
@@ -175,14 +190,19 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
         save_strategy="no",
         report_to="none",
         disable_tqdm=True,
-        use_cpu=True,
+        use_cpu=trainer_uses_cpu(),
+        # Under torchrun, DDP's search for unused weights fails on a CrossEncoder ("mark a variable ready
+        # only once"); every trainable weight is used (see `freeze_unused_pooler`), so none is needed.
+        ddp_find_unused_parameters=False,
     )
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
     trainer.train()
-    if config.save_dtype == "float16":
-        model.to(torch.float16)
-    model.save(str(config.out))
-    shutil.rmtree(checkpoints, ignore_errors=True)
+    if is_main_process():  # under torchrun, rank 0 alone writes the model
+        if config.save_dtype == "float16":
+            model.to(torch.float16)
+        model.save(str(config.out))
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    barrier()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     logger.info("saved CrossEncoder %s (%s) after %d steps", config.out, config.save_dtype, trainer.state.global_step)
     return CrossEncoderResult(config.out, trainer.state.global_step, losses)

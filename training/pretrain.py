@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from transformers import (
     AutoTokenizer,
     BertConfig,
@@ -27,6 +29,16 @@ from transformers import (
 from data.raw_text import iter_documents
 from training.checkpoint import list_checkpoints, load_latest_checkpoint, save_checkpoint
 from training.config import PRESETS, SPECIAL_TOKENS, PretrainConfig, resolve_base
+from training.distributed import (
+    DistributedContext,
+    barrier,
+    check_replicas_agree,
+    gather_objects,
+    init_distributed,
+    launched_context,
+    sum_over_ranks,
+    training_device,
+)
 from training.masking import IGNORE_INDEX, MaskingVocab, mask_tokens
 from training.pretrain_data import ExampleStream, TokenizedDocument, collate, tokenize_documents
 
@@ -128,10 +140,6 @@ def load_corpus(config: PretrainConfig, tokenizer) -> tuple[list[TokenizedDocume
     return corpus[: -config.eval_documents], corpus[-config.eval_documents :]
 
 
-def _device(config: PretrainConfig) -> torch.device:
-    return torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-
-
 def to_tensors(batch: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
     return {key: torch.from_numpy(value).to(device) for key, value in batch.items()}
 
@@ -159,6 +167,55 @@ def pretraining_losses(model: BertForPreTraining, batch: dict[str, torch.Tensor]
     nsp_logits = model.cls.seq_relationship(pooled)  # (B, 2)
     nsp_loss = F.cross_entropy(nsp_logits.float(), batch["next_sentence_label"])
     return mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_logits, nsp_logits
+
+
+class PretrainingObjective(nn.Module):
+    """`pretraining_losses` as a module's forward, so DistributedDataParallel can wrap it.
+
+    DDP syncs gradients only for a forward that goes through the wrapper, and the loss
+    calls the encoder and the two heads separately (the MLM head on masked positions only).
+    """
+
+    def __init__(self, model: BertForPreTraining, nsp: bool) -> None:
+        super().__init__()
+        self.model, self.nsp = model, nsp
+
+    def forward(self, batch: dict[str, torch.Tensor]):
+        return pretraining_losses(self.model, batch, self.nsp)
+
+
+def data_parallel(objective: PretrainingObjective, device: torch.device, nsp: bool) -> DistributedDataParallel:
+    """The objective under DDP: gradients averaged over ranks during backward.
+
+    Without NSP the pooler and NSP head get no gradient, which DDP must be told
+    (find_unused_parameters). BERT's buffers are constant position and type ids, so
+    they are not re-broadcast at every step.
+    """
+    return DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None,
+                                   find_unused_parameters=not nsp, broadcast_buffers=False)
+
+
+def _rank_state(stream: ExampleStream, device: torch.device) -> dict:
+    """What differs between ranks: the data position and the random generators."""
+    return {"stream": stream.state_dict(), "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None}
+
+
+def _load_rank_state(state: dict, context: DistributedContext, stream: ExampleStream, device: torch.device,
+                     path: Path) -> None:
+    saved = state.get("world_size", 1)
+    if saved != context.world_size:
+        raise ValueError(
+            f"The checkpoint in {path} was written by a run of {saved} process(es); this run has "
+            f"{context.world_size}. Each process's data position is in the checkpoint, so resume with the same "
+            f"number of processes (torchrun --nnodes N --nproc_per_node M with N*M = {saved}), or drop --resume "
+            "and start a fresh run in a new --out."
+        )
+    own = state["ranks"][context.rank] if context.is_distributed else state
+    stream.load_state_dict(own["stream"])
+    torch.set_rng_state(own["torch_rng"])
+    if device.type == "cuda" and own.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state(own["cuda_rng"], device)
 
 
 @torch.no_grad()
@@ -190,6 +247,14 @@ def build_optimizer(model: torch.nn.Module, config: PretrainConfig) -> torch.opt
 
 
 def pretrain(config: PretrainConfig) -> PretrainResult:
+    """Train, checkpoint and save; under torchrun, data-parallel over the launched processes.
+
+    Each rank reads its own shard of the documents and masks with its own generator; DDP
+    averages the gradients, so a step sees `batch_size` examples per process. The loss
+    recorded per step is the mean over ranks. Rank 0 alone evaluates, logs and writes
+    checkpoints and the model folder (which must be on storage every rank can read for
+    `--resume`).
+    """
     if config.base is not None:  # "default" names all-MiniLM-L6-v2, as everywhere else
         config = replace(config, base=resolve_base(config.base))
     tokenizer = load_tokenizer(config)
@@ -200,12 +265,22 @@ def pretrain(config: PretrainConfig) -> PretrainResult:
             f"{config.out} already holds checkpoints; pass --resume to continue that run or choose a new --out."
         )
     train_docs, eval_docs = load_corpus(config, tokenizer)
-    logger.info("corpus: %d training documents, %d held out", len(train_docs), len(eval_docs))
 
-    device = _device(config)
+    device = training_device(config.device, launched_context())
+    context = init_distributed(device)
+    if context.is_main:
+        logger.info("corpus: %d training documents, %d held out", len(train_docs), len(eval_docs))
+    if context.is_distributed and context.is_main:
+        logger.info("data-parallel over %d processes (%s): %d examples per step", context.world_size,
+                    "nccl" if device.type == "cuda" else "gloo", context.world_size * config.batch_size)
     torch.manual_seed(config.seed)
     model, fresh_heads = build_model(config, len(vocab.is_continuation), pad_id)
     model.to(device).train()
+    objective = PretrainingObjective(model, config.nsp)
+    trained: nn.Module = objective
+    if context.is_distributed:
+        trained = data_parallel(objective, device, config.nsp)  # rank 0's initial weights, broadcast
+        torch.manual_seed(config.seed + context.rank)  # dropout differs between ranks
     use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
 
     def autocast():
@@ -213,12 +288,15 @@ def pretrain(config: PretrainConfig) -> PretrainResult:
 
     optimizer = build_optimizer(model, config)
     scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
-    stream = ExampleStream(train_docs, config.seed, config.max_length, cls_id, sep_id, config.nsp)
+    stream = ExampleStream(train_docs, config.seed, config.max_length, cls_id, sep_id, config.nsp,
+                           rank=context.rank, world_size=context.world_size)
     eval_nsp = config.nsp and len(eval_docs) >= 2  # random B segments need a second held-out document
-    eval_stream = ExampleStream(eval_docs, config.seed + 1, config.max_length, cls_id, sep_id, eval_nsp)
-    eval_rng = np.random.default_rng([config.seed, 1])
-    eval_batches = [to_tensors(make_batch(eval_stream.take(config.batch_size), eval_rng, vocab, pad_id, config), device)
-                    for _ in range(config.eval_batches)]
+    eval_batches = []
+    if context.is_main:
+        eval_stream = ExampleStream(eval_docs, config.seed + 1, config.max_length, cls_id, sep_id, eval_nsp)
+        eval_rng = np.random.default_rng([config.seed, 1])
+        eval_batches = [to_tensors(make_batch(eval_stream.take(config.batch_size), eval_rng, vocab, pad_id, config),
+                                   device) for _ in range(config.eval_batches)]
 
     step = 0
     losses: dict[int, float] = {}
@@ -228,69 +306,81 @@ def pretrain(config: PretrainConfig) -> PretrainResult:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        stream.load_state_dict(state["stream"])
-        torch.set_rng_state(state["torch_rng"])
-        if device.type == "cuda" and state.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(state["cuda_rng"])
+        _load_rank_state(state, context, stream, device, config.out)
         step, losses = state["step"], dict(state["losses"])
         evals = [EvalMetrics(**metrics) for metrics in state["evals"]]
 
     def checkpoint_state() -> dict:
-        return {
+        """The whole run's state; every rank must call it (it gathers each rank's position and generators)."""
+        check_replicas_agree(model)
+        ranks = gather_objects(_rank_state(stream, device))
+        state = {
             "step": step,
+            "world_size": context.world_size,
             "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
-            "stream": stream.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
+            **ranks[0],
             "losses": losses,
             "evals": [metrics.__dict__ for metrics in evals],
         }
+        if context.is_distributed:
+            state["ranks"] = ranks
+        return state
 
     tokens, train_seconds = 0, 0.0
     run_start = time.perf_counter()
     window_tokens, window_start = 0, time.perf_counter()
     while step < config.max_steps:
         started = time.perf_counter()
-        rng = np.random.default_rng([config.seed, step])
+        seeds = [config.seed, step, context.rank] if context.is_distributed else [config.seed, step]
+        rng = np.random.default_rng(seeds)
         batch = to_tensors(make_batch(stream.take(config.batch_size), rng, vocab, pad_id, config), device)
         with autocast():
-            loss, mlm_loss, nsp_loss, _, _ = pretraining_losses(model, batch, config.nsp)
+            loss, mlm_loss, nsp_loss, _, _ = trained(batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        losses[step] = loss.item()
-        batch_tokens = int(batch["attention_mask"].sum())
+        loss_sum, batch_tokens = sum_over_ranks([loss.item(), float(batch["attention_mask"].sum())], device)
+        losses[step] = loss_sum / context.world_size
+        batch_tokens = int(batch_tokens)
         tokens += batch_tokens
         window_tokens += batch_tokens
         train_seconds += time.perf_counter() - started
-        if step % config.log_every == 0 or step == config.max_steps:
+        if context.is_main and (step % config.log_every == 0 or step == config.max_steps):
             now = time.perf_counter()
-            logger.info("step %d loss %.4f (mlm %.4f%s) lr %.2e %.0f tokens/s", step, loss.item(), mlm_loss.item(),
+            logger.info("step %d loss %.4f (mlm %.4f%s) lr %.2e %.0f tokens/s", step, losses[step], mlm_loss.item(),
                         f", nsp {nsp_loss.item():.4f}" if nsp_loss is not None else "", scheduler.get_last_lr()[0],
                         window_tokens / max(now - window_start, 1e-9))
             window_tokens, window_start = 0, now
-        if step % config.eval_every == 0 or step == config.max_steps:
+        if context.is_main and (step % config.eval_every == 0 or step == config.max_steps):
             metrics = evaluate(model, eval_batches, eval_nsp, step, autocast)
             evals.append(metrics)
             logger.info("eval step %d: MLM loss %.4f, MLM accuracy %.4f, NSP accuracy %s", step, metrics.mlm_loss,
                         metrics.mlm_accuracy, "n/a" if metrics.nsp_accuracy is None else f"{metrics.nsp_accuracy:.4f}")
             window_start = time.perf_counter()
         out_of_time = config.max_minutes is not None and time.perf_counter() - run_start > 60 * config.max_minutes
+        if context.is_distributed and config.max_minutes is not None:  # all ranks stop at the same step
+            out_of_time = sum_over_ranks([float(out_of_time)], device)[0] > 0
         if step % config.save_every == 0 or step == config.max_steps or out_of_time:
-            save_checkpoint(config.out, step, checkpoint_state())
+            state = checkpoint_state()
+            if context.is_main:
+                save_checkpoint(config.out, step, state)
             window_start = time.perf_counter()
         if out_of_time:
-            logger.info("time budget of %.1f min reached at step %d; saving (continue with --resume)",
-                        config.max_minutes, step)
+            if context.is_main:
+                logger.info("time budget of %.1f min reached at step %d; saving (continue with --resume)",
+                            config.max_minutes, step)
             break
 
-    model.save_pretrained(str(config.out))
-    tokenizer.save_pretrained(str(config.out))
     throughput = tokens / train_seconds if train_seconds else 0.0
-    logger.info("saved BERT folder %s at step %d (%.0f tokens/s)", config.out, step, throughput)
+    if context.is_main:
+        model.save_pretrained(str(config.out))
+        tokenizer.save_pretrained(str(config.out))
+        logger.info("saved BERT folder %s at step %d (%.0f tokens/s over %d process(es))", config.out, step,
+                    throughput, context.world_size)
+    barrier()  # the next stage (training adapt) loads this folder on every rank
     return PretrainResult(config.out, step, losses, evals, throughput, fresh_heads)

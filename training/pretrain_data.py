@@ -6,6 +6,8 @@ the packed chunk and B is its true continuation half of the time, else text
 from another document. Without NSP (RoBERTa, Liu et al. 2019) the whole chunk
 is one segment. Every random choice draws from a generator seeded by
 (seed, epoch, document position), so a resumed run replays the same stream.
+Under torchrun each rank reads its own shard of every epoch's document order,
+chosen by torch's `DistributedSampler`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from torch.utils.data import DistributedSampler
 
 from data.raw_text import Document, split_sentences
 
@@ -141,10 +144,14 @@ class ExampleStream:
 
     Its whole position is (epoch, document position, examples already taken from that
     document); every generator is re-derived from the seed, so `state_dict` is three ints.
+    With `world_size` > 1 the stream walks rank `rank`'s shard of each epoch's permutation
+    (`DistributedSampler`'s split: every world_size-th document, padded to equal length);
+    random B segments still come from the whole corpus. One process reads every document,
+    exactly as before sharding existed.
     """
 
     def __init__(self, corpus: list[TokenizedDocument], seed: int, max_length: int, cls_id: int, sep_id: int,
-                 nsp: bool = True) -> None:
+                 nsp: bool = True, rank: int = 0, world_size: int = 1) -> None:
         if nsp and len(corpus) < 2:
             raise ValueError(
                 f"NSP needs at least 2 documents to draw random B segments, the corpus has {len(corpus)}. "
@@ -153,6 +160,9 @@ class ExampleStream:
         self.corpus, self.seed, self.max_length = corpus, seed, max_length
         self.cls_id, self.sep_id, self.nsp = cls_id, sep_id, nsp
         self.epoch, self.position, self.taken = 0, 0, 0
+        # Positions in the epoch's permutation that this rank reads, in order.
+        self._shard = np.fromiter(DistributedSampler(range(len(corpus)), num_replicas=world_size, rank=rank,
+                                                     shuffle=False), dtype=np.int64)
         self._order: np.ndarray | None = None
         self._buffer: list[PretrainExample] | None = None
 
@@ -167,14 +177,15 @@ class ExampleStream:
         if self._order is None:
             self._order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.corpus))
         if self._buffer is None:
-            rng = np.random.default_rng([self.seed, self.epoch, self.position])
-            self._buffer = document_examples(self.corpus, int(self._order[self.position]), rng, self.max_length,
+            position = int(self._shard[self.position])  # in the whole epoch's order: the same draws on any rank
+            rng = np.random.default_rng([self.seed, self.epoch, position])
+            self._buffer = document_examples(self.corpus, int(self._order[position]), rng, self.max_length,
                                              self.cls_id, self.sep_id, self.nsp)
         return self._buffer
 
     def _advance_document(self) -> None:
         self.position, self.taken, self._buffer = self.position + 1, 0, None
-        if self.position == len(self.corpus):
+        if self.position == len(self._shard):
             self.epoch, self.position, self._order = self.epoch + 1, 0, None
             logger.info("pretraining data: starting epoch %d", self.epoch)
 

@@ -6,6 +6,8 @@ Objectives, all from sentence-transformers rather than rewritten:
 - mnrl: in-batch negatives over (anchor, positive[, hard negative]) (Henderson et al. 2017).
 - triplet: max(|a-p| - |a-n| + margin, 0) (Schroff et al. 2015, FaceNet).
 The best checkpoint by STSb dev Spearman is kept when an STSb folder is available.
+Under torchrun the trainer runs data-parallel as it is (accelerate joins the
+process group); `--batch-size` is per process.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sentence_transformers.sentence_transformer import losses
 from torch import nn
 
 from training.config import SiameseConfig, default_data_dir
+from training.distributed import barrier, is_main_process, launched_context, trainer_uses_cpu
 from training.eval_sts import sts_evaluator
 from training.sentence_model import load_sentence_model
 from training.siamese_data import load_training_dataset
@@ -50,7 +53,8 @@ def build_loss(model: SentenceTransformer, config: SiameseConfig, num_labels: in
     if config.objective == "cosine":
         return losses.CosineSimilarityLoss(model)
     if config.objective == "mnrl":
-        return losses.MultipleNegativesRankingLoss(model)
+        # Under torchrun, in-batch negatives span the global batch, as in one process with that batch.
+        return losses.MultipleNegativesRankingLoss(model, gather_across_devices=launched_context().is_distributed)
     return losses.TripletLoss(model, triplet_margin=config.triplet_margin)
 
 
@@ -97,14 +101,16 @@ def train_siamese(config: SiameseConfig) -> SiameseResult:
         batch_sampler=BatchSamplers.NO_DUPLICATES if config.objective == "mnrl" else BatchSamplers.BATCH_SAMPLER,
         report_to="none",
         disable_tqdm=True,
-        use_cpu=True,
+        use_cpu=trainer_uses_cpu(),
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss, evaluator=evaluator)
     trainer.train()
     history = trainer.state.log_history
     dev = [round(100 * entry[DEV_METRIC], 2) for entry in history if DEV_METRIC in entry]
-    model.save(str(config.out))
-    shutil.rmtree(checkpoints, ignore_errors=True)
+    if is_main_process():  # under torchrun, rank 0 alone writes the model
+        model.save(str(config.out))
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    barrier()
     result = SiameseResult(
         out=config.out,
         steps=trainer.state.global_step,

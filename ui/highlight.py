@@ -6,17 +6,33 @@ search counted, whatever mode ran. Dense retrieval matches meaning, not words,
 so a passage may hold none of the query's words; the snippet then shows the
 passage's start unmarked. Output is Streamlit Markdown with every other
 character escaped, so passages that hold Markdown, LaTeX dollars or HTML show
-as plain text.
+as plain text. Two kinds of docstring markup are read rather than shown
+literally: reST emphasis (`*opener*` in italics, `**strong**` in bold, the
+backticks of ``literals`` dropped), and doctest examples (`>>> ...` and their
+output), which the full passage shows as code in monospace.
 """
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
 
 from indexer import bm25_terms
 
 _MD_ESCAPE = {ch: "\\" + ch for ch in string.punctuation}
+# reST inline markup, as docutils recognises it: the start-string follows a space or an opening
+# bracket and precedes a non-space; the end-string follows a non-space. So `f(*args, **kw)`
+# and `2*x*y` are left alone. Private-use characters stand in for the Markdown markers until
+# the text is escaped: they are not word characters, so BM25 terms and escaping skip them.
+_STRONG = re.compile(r"(?<![\w*\\])\*\*(?=\S)([^*\n]*?\S)\*\*(?![\w*])")
+_EMPHASIS = re.compile(r"(?<![\w*\\])\*(?=\S)([^*\n]*?\S)\*(?![\w*])")
+_LITERAL = re.compile(r"``(?=\S)(.+?)(?<=\S)``|(?<![\w`])`(?=[^`\s])([^`\n]*?[^`\s])`(?![\w`])")
+_ITALIC_MARK, _BOLD_MARK = "\ue000", "\ue001"
+_MARKERS = {_ITALIC_MARK: "*", _BOLD_MARK: "**"}
+# A doctest prompt cut in two where a passage begins or ends: ">>" or ">" alone at the edge.
+_CUT_PROMPT_END = re.compile(r"(?:^|\s)>{1,2}\s*$")
+_CUT_PROMPT_START = re.compile(r"^\s*>{1,2}(?=\s)")
 # Bold coloured text: a background chip adds padding that reads as extra spaces.
 HIGHLIGHT = ":orange[**{}**]"
 ELLIPSIS = "…"
@@ -78,6 +94,22 @@ def escape_markdown(text: str) -> str:
     return text.translate(str.maketrans(_MD_ESCAPE))
 
 
+def read_inline_markup(text: str) -> str:
+    """reST emphasis and literals as placeholders `_restore_markup` turns into Markdown."""
+    text = _LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _STRONG.sub(lambda m: f"{_BOLD_MARK}{m.group(1)}{_BOLD_MARK}", text)
+    return _EMPHASIS.sub(lambda m: f"{_ITALIC_MARK}{m.group(1)}{_ITALIC_MARK}", text)
+
+
+def _restore_markup(markdown: str) -> str:
+    return markdown.translate(str.maketrans(_MARKERS))
+
+
+def trim_cut_prompts(text: str) -> str:
+    """Drop a doctest prompt that the passage's edge cut to ">>" or ">"."""
+    return _CUT_PROMPT_START.sub("", _CUT_PROMPT_END.sub("", text))
+
+
 def _mark(text: str, matches: list[TermMatch], start: int, end: int) -> list[str]:
     pieces: list[str] = []
     pos = start
@@ -93,24 +125,67 @@ def _mark(text: str, matches: list[TermMatch], start: int, end: int) -> list[str
 
 def snippet_markdown(text: str, query: str, width: int = 320) -> str:
     """One line of Markdown: the best-matching part of `text`, query terms highlighted."""
-    flat = " ".join(text.split())
+    flat = read_inline_markup(trim_cut_prompts(" ".join(text.split())))
     matches = find_matches(flat, query_terms(query))
     start, end = best_window(flat, matches, width)
-    body = "".join(_mark(flat, matches, start, end))
+    start, end = _outside_markup(flat, start, end)
+    body = _restore_markup("".join(_mark(flat, matches, start, end)))
     return f"{ELLIPSIS if start > 0 else ''}{body}{ELLIPSIS if end < len(flat) else ''}"
 
 
-def passage_markdown(text: str, query: str) -> str:
-    """The whole passage as Markdown, line breaks and indentation kept, query terms highlighted.
+def _outside_markup(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen a window so it never holds one marker of a pair (an italic that never closes)."""
+    for mark in _MARKERS:
+        if text.count(mark, start, end) % 2:
+            before = text.count(mark, 0, start)
+            if before % 2:  # the window opens inside a pair: start at its opening marker
+                start = text.rfind(mark, 0, start)
+            else:  # it closes inside one: end after the closing marker
+                end = text.find(mark, end) + 1
+    return start, end
 
-    Leading spaces become no-break spaces: four plain ones would open a Markdown
+
+def doctest_blocks(lines: list[str]) -> list[tuple[bool, list[str]]]:
+    """Split lines into (is_doctest, lines) runs: a doctest runs from a `>>>` line through its
+    `...` lines and its output, up to a blank line or the next prose line after a blank."""
+    runs: list[tuple[bool, list[str]]] = []
+    in_code = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith(">>>"):
+            in_code = True
+        elif not stripped:
+            in_code = False
+        if runs and runs[-1][0] == in_code:
+            runs[-1][1].append(line)
+        else:
+            runs.append((in_code, [line]))
+    return runs
+
+
+def passage_markdown(text: str, query: str) -> str:
+    """The whole passage as Markdown, line breaks and indentation kept, query terms highlighted;
+    doctest examples as code blocks, in monospace and unmarked.
+
+    Leading spaces of prose become no-break spaces: four plain ones would open a Markdown
     code block, where the escapes would show as backslashes.
     """
     terms = query_terms(query)
-    lines = []
-    for line in text.strip("\n").split("\n"):
-        body = line.lstrip(" \t")
-        indent = "\u00a0" * (len(line) - len(body))
-        matches = find_matches(body, terms)
-        lines.append(indent + "".join(_mark(body, matches, 0, len(body))))
-    return "  \n".join(lines)
+    blocks: list[str] = []
+    for is_code, run in doctest_blocks(trim_cut_prompts(text.strip("\n")).split("\n")):
+        if is_code:
+            width = min(len(line) - len(line.lstrip()) for line in run if line.strip())
+            code = "\n".join(line[width:] for line in run)
+            fence = "~~~~" if "~~~" in code else "~~~"
+            blocks.append(f"{fence}python\n{code}\n{fence}")
+            continue
+        lines = []
+        for line in run:
+            body = read_inline_markup(line.lstrip(" \t"))
+            indent = "\u00a0" * (len(line) - len(line.lstrip(" \t")))
+            matches = find_matches(body, terms)
+            lines.append(indent + _restore_markup("".join(_mark(body, matches, 0, len(body)))))
+        prose = "  \n".join(lines).strip()
+        if prose:
+            blocks.append(prose)
+    return "\n\n".join(blocks)

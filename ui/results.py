@@ -3,15 +3,70 @@
 Pure functions over `Hit` and `SearchResult`, so each can be tested without
 Streamlit. Everything from the index (ids, titles, sources) is escaped: they
 are the user's data, and the page renders Markdown.
+
+Relevance is shown on one scale in every mode: the cosine similarity of the
+query and the hit's passage under the index's bi-encoder. BM25 scores, fused
+reciprocal ranks and reranker logits have no fixed range, so a reader could not
+tell a good score from a bad one; they stay in the details line. The cut points
+come from `bench/bench_relevance_labels.py` (SciFact train queries, never test):
+"strong" from the median cosine of a query with its relevant passage, "fair" from
+the 10th percentile, "weak" below, where nine relevant passages in ten score more.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from search import Hit, SearchResult
 from ui.highlight import escape_markdown
 
 MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid": "hybrid (both)"}
 SCORE_LABELS = {"dense": "cosine", "bm25": "BM25", "hybrid": "fused"}
+# Cosine cut points measured by bench/bench_relevance_labels.py on SciFact train (BENCHMARKS.md).
+STRONG_COSINE = 0.61
+FAIR_COSINE = 0.40
+RELEVANCE_BAR_CELLS = 5
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """How well a passage matches its query, on the same scale whatever ranked it."""
+
+    cosine: float
+    label: str  # "strong match", "fair match" or "weak match"
+    color: str  # a Streamlit Markdown colour
+
+    @property
+    def badge(self) -> str:
+        """Markdown: a coloured label and a bar of filled cells, e.g. ":green-badge[strong match ▰▰▰▰▱]"."""
+        return f":{self.color}-badge[{self.label} {relevance_bar(self.cosine)}]"
+
+
+def relevance(cosine: float) -> Relevance:
+    if cosine >= STRONG_COSINE:
+        return Relevance(cosine, "strong match", "green")
+    if cosine >= FAIR_COSINE:
+        return Relevance(cosine, "fair match", "orange")
+    return Relevance(cosine, "weak match", "gray")
+
+
+def relevance_bar(cosine: float, cells: int = RELEVANCE_BAR_CELLS) -> str:
+    """Filled cells for the cosine, so that the fair cut fills two cells and the strong cut three."""
+    per_cell = (STRONG_COSINE - FAIR_COSINE)
+    filled = 3 + (cosine - STRONG_COSINE) / per_cell
+    filled = round(min(max(filled, 0.0), float(cells)))
+    return "▰" * filled + "▱" * (cells - filled)
+
+
+def weak_results_message(best: Relevance) -> str | None:
+    """A warning when even the best hit is a weak match: the query may have no answer here."""
+    if best.label != "weak match":
+        return None
+    return (
+        f"None of these passages matches the query well: the best has cosine similarity "
+        f"{best.cosine:.2f}, below {FAIR_COSINE:.2f}, where nine relevant passages in ten score "
+        "higher. The index may hold nothing about this; try other words."
+    )
 
 
 def plural(count: int, noun: str) -> str:
@@ -40,3 +95,23 @@ def hit_caption(hit: Hit) -> str:
         f"{escape_markdown(hit.doc_id)} · {escape_markdown(hit.source)} · "
         f"characters {hit.start_char}–{hit.end_char}"
     )
+
+
+def source_caption(hit: Hit) -> str:
+    """The short line under a hit's title: where it comes from (details go in an expander)."""
+    if hit.source and hit.source != hit.doc_id:
+        return f"{escape_markdown(hit.doc_id)} · {escape_markdown(hit.source)}"
+    return escape_markdown(hit.doc_id)
+
+
+def details_line(hit: Hit, mode: str, match: Relevance) -> str:
+    """Every raw score of a hit, named, and where its passage sits in the document."""
+    parts = [f"cosine {match.cosine:.3f}"]
+    if hit.retriever_score is not None and mode != "dense":
+        parts.append(f"{SCORE_LABELS[mode]} {hit.retriever_score:.3f}")
+    elif hit.retriever_score is None and mode != "dense":
+        parts.append(f"{SCORE_LABELS[mode]} {hit.score:.3f}")
+    if hit.rerank_score is not None:
+        parts.append(f"rerank {hit.rerank_score:.3f}")
+    parts.append(f"characters {hit.start_char}–{hit.end_char} of the document")
+    return " · ".join(parts)

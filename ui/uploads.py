@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from indexer import BuildReport, IndexConfig, build_index
+from indexer import BadInputError, BuildReport, IndexConfig, build_index
+from indexer.readers import RECORD_SUFFIXES, content_name
 
 UPLOADS_DIR = "uploads"
 # The longest file name (in bytes) that ext4, XFS, APFS and NTFS all accept.
 MAX_NAME_BYTES = 255
-ACCEPTED_TYPES = ("txt", "md", "jsonl", "csv")
-# Files that hold many documents: one bad record does not mean the whole file was skipped.
-RECORD_SUFFIXES = (".jsonl", ".csv")
+# The indexer tells text by content, so the uploader accepts any file name (None: no filter).
+ACCEPTED_TYPES: list[str] | None = None
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -92,7 +92,7 @@ def index_uploads(
 ) -> UploadResult:
     """Save the uploads and index the uploads folder through the same code path as the CLI.
 
-    A single-document file (.txt, .md or an unsupported type) with an issue was
+    A single-document file (any text file, or a binary one) with an issue was
     skipped as a whole, so it is deleted again rather than warned about with
     every later upload; a .jsonl or .csv stays, as its other records were indexed. Raises what
     `build_index` raises (`IndexerError`, `ValueError`) for an index it cannot
@@ -103,13 +103,23 @@ def index_uploads(
     saved = save_uploads(files, folder)
     if not saved:
         raise ValueError(
-            "No files were uploaded; choose one or more .txt, .md, .jsonl or .csv files."
+            "No files were uploaded; choose one or more text files (.txt, .md, a README, ...), .jsonl or .csv files."
         )
     config = IndexConfig(source=folder, index_dir=index_dir, prune=False, show_progress=False)
-    report = build_index(config, progress=progress)
+    try:
+        report = build_index(config, progress=progress)
+    except BadInputError:
+        _forget_whole_file_uploads(folder, saved)  # nothing of them was indexed
+        raise
     batch = set(saved)
     issues = [issue for issue in report.issues if issue.path in batch]
-    for issue in issues:
-        if not issue.path.lower().endswith(RECORD_SUFFIXES):
-            (folder / issue.path).unlink(missing_ok=True)
+    _forget_whole_file_uploads(folder, [issue.path for issue in issues])
     return UploadResult(report=report, saved=saved, issues=[str(issue) for issue in issues])
+
+
+def _forget_whole_file_uploads(folder: Path, names: Iterable[str]) -> None:
+    """Delete the named uploads that are one document each (not .jsonl/.csv, whose other
+    records were indexed), so a skipped file is not reported again with every later upload."""
+    for name in names:
+        if not content_name(Path(name)).lower().endswith(RECORD_SUFFIXES):
+            (folder / name).unlink(missing_ok=True)

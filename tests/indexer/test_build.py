@@ -169,6 +169,17 @@ def test_empty_source_is_an_error(tmp_path, tiny_model):
         build_index(config(tmp_path / "src", tmp_path / "idx", tiny_model))
 
 
+def test_source_with_nothing_indexable_fails_and_writes_no_index(tmp_path, tiny_model):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (source / "blank.txt").write_text("  \n")
+    with pytest.raises(BadInputError, match=r"Nothing in .*src can be indexed, so nothing was written: "
+                       r"blank.txt: empty document; image.png: binary file \(a PNG image\)"):
+        build_index(config(source, tmp_path / "idx", tiny_model))
+    assert not (tmp_path / "idx").exists()
+
+
 def test_prune_false_keeps_documents_the_source_lacks(topic_corpus, tmp_path, tiny_model):
     index_dir = tmp_path / "idx"
     build_index(config(topic_corpus, index_dir, tiny_model))

@@ -68,7 +68,20 @@ def test_csv_missing_text_column_names_the_columns_and_the_flag(tmp_path):
     path.write_text("a,b\n1,2\n")
     docs, issues = collect(path)
     assert docs == []
-    assert issues == ["t.csv:1: missing CSV column 'text' (columns: a, b); map yours with --csv-text/--csv-title/--csv-id"]
+    assert issues == [
+        "t.csv:1: missing CSV column 'text' (columns: a, b); the first row must name the columns, "
+        "one of them 'text' for the text (and optionally 'id' and 'title')"
+    ]
+
+
+def test_csv_issue_keeps_the_cli_flags_out_of_its_message(tmp_path):
+    """The app shows the message and has no flags; the CLI logs the hint beside it."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n")
+    issues: list[InputIssue] = []
+    list(read_documents(path, on_issue=issues.append))
+    assert "--csv" not in str(issues[0])
+    assert issues[0].cli_hint == "or map your columns with --csv-text/--csv-title/--csv-id"
 
 
 def test_binary_invalid_utf8_empty_and_unsupported_files_are_reported(tmp_path):
@@ -76,13 +89,54 @@ def test_binary_invalid_utf8_empty_and_unsupported_files_are_reported(tmp_path):
     (tmp_path / "latin.txt").write_bytes(b"line one\ncaf\xe9\n")
     (tmp_path / "empty.md").write_text("   \n")
     (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (tmp_path / "ok.txt").write_text("fine")
     docs, issues = collect(tmp_path)
     assert [d.doc_id for d in docs] == ["ok.txt"]
     assert "bin.txt: binary file (it holds NUL bytes); only text is indexed" in issues
     assert "latin.txt:2: invalid UTF-8 at byte 12; re-save the file as UTF-8" in issues
     assert "empty.md: empty document" in issues
-    assert "paper.pdf: unsupported file type '.pdf'; supported: .txt, .md, .jsonl, .csv" in issues
+    assert ("paper.pdf: binary file (a PDF); only text is indexed: extract its text to a .txt "
+            "file first") in issues
+    assert any(i.startswith("logo.png: binary file (a PNG image)") for i in issues)
+
+
+def test_text_is_accepted_by_content_whatever_its_name(tmp_path):
+    """README, README.Debian, .rst, .markdown, .text, .log, MPL-1.1 and gzip: all text, all indexed."""
+    import gzip
+
+    (tmp_path / "README").write_text("Plain readme without an extension.")
+    (tmp_path / "README.Debian").write_text("Debian notes for this package.")
+    (tmp_path / "guide.rst").write_text("User Guide\n==========\n\nHow to use it.\n")
+    (tmp_path / "notes.markdown").write_text("# Notes\nsome notes")
+    (tmp_path / "plain.text").write_text("plain text")
+    (tmp_path / "server.log").write_text("12:00 started\n12:01 stopped\n")
+    (tmp_path / "MPL-1.1").write_text("Mozilla Public License Version 1.1")
+    (tmp_path / "changelog.gz").write_bytes(gzip.compress(b"version 2: fixed everything"))
+    (tmp_path / "intro.md.gz").write_bytes(gzip.compress(b"# Intro\nzipped markdown"))
+    (tmp_path / "rows.jsonl.gz").write_bytes(gzip.compress(b'{"id": "r1", "text": "a record"}\n'))
+    (tmp_path / "broken.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    docs, issues = collect(tmp_path)
+    titles = {d.doc_id: d.title for d in docs}
+    assert titles == {
+        "README": "README", "README.Debian": "README.Debian", "guide.rst": "User Guide",
+        "notes.markdown": "Notes", "plain.text": "plain", "server.log": "server.log",
+        "MPL-1.1": "MPL-1.1", "changelog.gz": "changelog", "intro.md.gz": "Intro", "r1": "",
+    }
+    by_id = {d.doc_id: d for d in docs}
+    assert by_id["changelog.gz"].text == "version 2: fixed everything"
+    assert len(issues) == 1 and issues[0].startswith("broken.gz: damaged gzip file")
+    assert not any("unsupported" in i for i in issues)
+
+
+def test_gzip_holding_more_than_a_document_may_is_refused_without_reading_it_all(tmp_path):
+    import gzip
+
+    (tmp_path / "big.txt.gz").write_bytes(gzip.compress(b"a " * 50_000))
+    docs, issues = collect(tmp_path, max_document_chars=1000)
+    assert docs == []
+    assert issues == ["big.txt.gz: gzip file holds more than 4,004 bytes, more than a document may "
+                      "hold; split it or raise --max-document-chars"]
 
 
 def test_duplicate_ids_keep_the_first_and_name_both_places(tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from search.__main__ import main
 from tests.search.helpers import CODE_QUERY, without_bm25
 
@@ -44,3 +46,16 @@ def test_cli_on_an_index_without_bm25(tiny_index, monkeypatch, capsys):
     assert {json.loads(line)["mode"] for line in capsys.readouterr().out.splitlines()} == {"dense"}
     assert main(["bread", "--index", str(tiny_index), "--mode", "bm25"]) == 2
     assert f"mode 'bm25' cannot run. Run `python -m indexer repair --index {tiny_index}`" in capsys.readouterr().err
+
+
+def test_cli_fusion_flags(tiny_index, capsys):
+    argv = ["volcano ash and interest rates", "--index", str(tiny_index), "--json", "-k", "3"]
+    assert main([*argv, "--fusion", "minmax", "--fusion-weight", "1"]) == 0
+    fused = [json.loads(line)["doc_id"] for line in capsys.readouterr().out.splitlines()]
+    assert main([*argv, "--mode", "dense"]) == 0
+    assert fused == [json.loads(line)["doc_id"] for line in capsys.readouterr().out.splitlines()]
+    assert main([*argv, "--fusion-weight", "1.5"]) == 2
+    assert "fusion weight (1.5) must lie between 0 (BM25 alone) and 1 (dense alone)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--fusion", "sum"])
+    assert "invalid choice: 'sum'" in capsys.readouterr().err

@@ -117,3 +117,21 @@ def test_eval_follows_the_app_rule_for_reranking(tiny_beir, tmp_path, tiny_model
     assert "candidates (2) only matters when reranking" in capsys.readouterr().err
     assert main([*argv, "--rerank", "--rerank-model", "none"]) == 2
     assert "Reranking needs a reranker, but the reranker is turned off ('none')" in capsys.readouterr().err
+
+
+def test_eval_passes_fusion_through(tiny_beir, tmp_path, tiny_model, capsys):
+    index = tmp_path / "idx"
+    build_index(IndexConfig(source=tiny_beir, index_dir=index, model=tiny_model, show_progress=False))
+    searcher = Searcher(index)
+    queries = load_beir_queries(tiny_beir)
+    rankings, _ = run_queries(searcher, queries, ["q1", "q2"], fusion="minmax", fusion_weight=0.0)
+    for qid in ("q1", "q2"):
+        expected = searcher.search(queries[qid], k=100, fusion="minmax", fusion_weight=0.0)
+        assert rankings[qid] == [hit.doc_id for hit in expected]
+    argv = ["--beir", str(tiny_beir), "--index", str(index), "--model", tiny_model]
+    assert main([*argv, "--fusion", "zscore", "--fusion-weight", "0.25"]) == 0
+    assert "zscore w=0.25" in capsys.readouterr().out
+    assert main([*argv, "--fusion-weight", "-0.5"]) == 2
+    assert "fusion weight (-0.5) must lie between 0 (BM25 alone) and 1" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"Unknown fusion 'max'\. Valid: rrf, minmax, zscore"):
+        EvalConfig(beir_dir=tiny_beir, index_dir=index, fusion="max")

@@ -37,7 +37,7 @@ def test_retrievers_follow_the_protocol(tiny_index):
 
 
 def test_hybrid_is_reciprocal_rank_fusion_of_dense_and_bm25(tiny_index):
-    searcher = Searcher(tiny_index)
+    searcher = Searcher(tiny_index, config=SearchConfig(fusion="rrf"))
     text, n = "volcano ash over Europe and the bank's interest rates", 5
     query = searcher.query(text)
     dense = [c.passage_id for c in searcher.retriever("dense").retrieve(query, n)]
@@ -77,7 +77,7 @@ def split_index(topic_corpus, tmp_path, tiny_model) -> Path:
 
 @pytest.mark.parametrize(("mode", "encodes"), [("hybrid", 1), ("dense", 1), ("bm25", 0)])
 def test_the_query_is_embedded_once_per_search(split_index, mode: str, encodes: int):
-    searcher = Searcher(split_index, config=SearchConfig(candidate_factor=1))
+    searcher = Searcher(split_index, config=SearchConfig(fusion_depth=1))
     assert searcher.stats().passages > searcher.stats().documents, "documents of several passages"
     counting = _CountingModel(searcher.model)
     searcher.model = counting

@@ -256,3 +256,47 @@ def test_a_build_committed_elsewhere_is_searched_without_reopening(tiny_index, t
     assert frozen.refresh() is True and frozen.refresh() is False
     assert [h.doc_id for h in frozen.search("comet", k=5, mode="bm25")] == ["comet.txt"]
     assert frozen.stats() == after.stats
+
+
+def test_fusion_settings_and_their_errors(tiny_index):
+    from search.config import FUSION_WEIGHTS
+    from search.fusion import Fusion
+
+    config = SearchConfig(fusion="zscore", fusion_weight=0.7)
+    assert config.fusion_for() == Fusion("zscore", 0.7)
+    assert config.fusion_for("zscore", 0.2) == Fusion("zscore", 0.2)
+    assert config.fusion_for("rrf") == Fusion("rrf", FUSION_WEIGHTS["rrf"]), "another method: its own weight"
+    assert SearchConfig(fusion="minmax").fusion_for() == Fusion("minmax", FUSION_WEIGHTS["minmax"])
+    with pytest.raises(ValueError, match=r"Unknown fusion 'sum'\. Valid: rrf, minmax, zscore"):
+        SearchConfig(fusion="sum")
+    with pytest.raises(ValueError, match=r"fusion weight \(1\.2\) must lie between 0 \(BM25 alone\) and 1"):
+        SearchConfig(fusion_weight=1.2)
+    with pytest.raises(ValueError, match=r"second_passage_weight \(-0\.1\) must lie between 0 and 1"):
+        SearchConfig(second_passage_weight=-0.1)
+    with pytest.raises(ValueError, match=r"fusion_depth \(0\) must be at least 1"):
+        SearchConfig(fusion_depth=0)
+    searcher = Searcher(tiny_index)
+    with pytest.raises(ValueError, match=r"Unknown fusion 'max'\. Valid: rrf, minmax, zscore"):
+        searcher.search("bread", fusion="max")
+    with pytest.raises(ValueError, match=r"fusion weight \(-1\) must lie between 0 \(BM25 alone\) and 1"):
+        searcher.search("bread", fusion="minmax", fusion_weight=-1)
+    with pytest.raises(ValueError, match=r"fusion weight \(2\) must lie between"):
+        searcher.search("bread", mode="dense", fusion_weight=2)  # checked in every mode, used in hybrid
+
+
+def test_fusion_decides_the_hybrid_order(tiny_index):
+    from search.fusion import Fusion
+
+    searcher = Searcher(tiny_index)
+    text = "volcano ash over Europe and the bank's interest rates"
+    query = searcher.query(text)
+    dense = [(c.passage_id, c.score) for c in searcher.retriever("dense").retrieve(query, 100)]
+    lexical = [(c.passage_id, c.score) for c in searcher.retriever("bm25").retrieve(query, 100)]
+    for method, weight in (("rrf", 0.5), ("minmax", 0.3), ("zscore", 0.9), ("minmax", 1.0), ("minmax", 0.0)):
+        expected = Fusion(method, weight).fuse(dense, lexical)  # one passage per document here
+        hits = searcher.search(text, k=5, mode="hybrid", fusion=method, fusion_weight=weight)
+        assert [(h.passage_id, h.score) for h in hits] == [
+            (pid, pytest.approx(score)) for pid, score in expected[:5]
+        ]
+    dense_only = searcher.search(text, k=5, mode="hybrid", fusion="minmax", fusion_weight=1.0)
+    assert [h.doc_id for h in dense_only] == [h.doc_id for h in searcher.search(text, k=5, mode="dense")]

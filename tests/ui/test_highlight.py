@@ -132,3 +132,33 @@ def test_every_highlighted_word_is_one_bm25_matched(query: str, text: str) -> No
     store = BM25Store.build([7], [text])
     scores, ids = store.search(query, 1)
     assert list(ids) == [7] and scores[0] > 0
+
+
+def test_rest_emphasis_reads_as_markdown_not_literally() -> None:
+    """`*opener*` in a docstring is reST emphasis; it showed as asterisks before."""
+    text = "Pass *opener* a callable, **mode** a string; f(*args, **kw) and 2*x*y stay; ``open()`` too."
+    shown = passage_markdown(text, "callable")
+    assert "*opener*" in shown and "**mode**" in shown
+    assert "\\*opener" not in shown and "\\*\\*mode" not in shown
+    assert "f\\(\\*args\\, \\*\\*kw\\)" in shown and "2\\*x\\*y" in shown, "code stays literal"
+    assert "``" not in shown and "open\\(\\)" in shown
+    snippet = snippet_markdown(text, "callable")
+    assert "*opener*" in snippet and ":orange[**callable**]" in snippet
+
+
+def test_snippet_never_opens_an_italic_it_does_not_close() -> None:
+    text = "word " * 80 + "*a long emphasised phrase that the window cuts* " + "tail " * 80
+    snippet = snippet_markdown(text, "phrase", width=60)
+    assert snippet.count("\ue000") == 0
+    assert "*a long" in snippet and "cuts*" in snippet
+
+
+def test_doctest_examples_show_as_code_and_cut_prompts_are_dropped() -> None:
+    text = (
+        "Join paths.\n\n    >>> import os\n    >>> os.path.join('a', 'b')\n    'a/b'\n\n"
+        "Then more prose about paths. >>"
+    )
+    shown = passage_markdown(text, "paths")
+    assert "~~~python\n>>> import os\n>>> os.path.join('a', 'b')\n'a/b'\n~~~" in shown
+    assert shown.endswith(":orange[**paths**]\\.")  # the cut ">>" is gone
+    assert not snippet_markdown("> > prompt cut >>", "prompt").endswith("\\>\\>")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from indexer import BadInputError
 from search import Searcher
 from ui.uploads import (
     MAX_NAME_BYTES,
@@ -120,3 +121,22 @@ def test_index_uploads_indexes_good_files_and_reports_bad_ones(tmp_path: Path) -
     assert (again.report.documents_added, again.report.documents_updated) == (0, 1)
     assert again.report.total_documents == 2
     assert again.issues == []
+
+
+@pytest.mark.integration
+def test_index_uploads_takes_any_text_file_and_refuses_a_batch_with_nothing_to_index(tmp_path: Path) -> None:
+    import gzip
+
+    index = tmp_path / "index"
+    with pytest.raises(BadInputError, match="Nothing in .* can be indexed"):
+        index_uploads([("photo.txt", BINARY)], index)
+    assert not (uploads_dir(index) / "photo.txt").exists(), "the refused file is not kept"
+    assert not (index / "index.json").exists(), "no empty index"
+    result = index_uploads(
+        [("README", b"Glaciers carve valleys as they slide downhill."),
+         ("NOTES.rst.gz", gzip.compress(b"Deserts\n=======\n\nDunes move with the wind."))],
+        index,
+    )
+    assert result.issues == [] and result.report.total_documents == 2
+    titles = {h.doc_id: h.title for h in Searcher(index).search("sand dunes and glaciers", k=2)}
+    assert titles == {"README": "README", "NOTES.rst.gz": "Deserts"}

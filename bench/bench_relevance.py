@@ -1,0 +1,359 @@
+"""Relevance defaults chosen on dev data: fusion method and weight, document scoring, BM25 title weight.
+
+One run, three parts:
+
+1. **Sweep on the dev sets** (`data.dev_sets`: SciFact train queries held out,
+   Wikipedia lead-sentence questions, Wikinews headlines). Each query's dense
+   and BM25 passage lists are fetched once, deep, through the searcher's own
+   retrievers; every (fusion method, weight, second-passage weight) is then
+   ranked from them by the searcher's own functions (`Fusion.fuse`,
+   `search.documents.rank_in_rounds`), so the sweep ranks exactly as
+   `Searcher.search` would, without re-encoding each query per setting. The
+   default is the setting whose worst gain over the best single retriever,
+   across the dev sets, is largest: good on all of them rather than best on one.
+2. **BM25 title weight**, measured only (the indexer owns BM25): BM25 stores
+   built here, outside the index, over the same passages with the title
+   repeated 0 to 3 times; BM25 alone and the default hybrid over each.
+3. **One table** through `search.eval.evaluate_searcher`, as the eval CLI and the
+   app run it, for SciFact test, SciFact dev and each general dev set: BM25,
+   dense, RRF, the convex combination at its dev-chosen weight, the shipped
+   default (`SearchConfig()`), and the default plus the shipped reranker.
+
+SciFact test is never looked at before part 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+
+from bench.record import markdown_table, record
+from data.beir import load_beir_qrels, load_beir_queries
+from data.dev_sets import DEV_SETS, DevSet, build_dev_sets, load_dev_sets
+from data.paths import PROJECT_ROOT, shared_data_dir
+from indexer import IndexConfig, build_index
+from indexer.bm25_store import BM25Store
+from indexer.passage_text import passage_text
+from search import Searcher, resolve_reranker
+from search.config import SearchConfig
+from search.documents import rank_in_rounds
+from search.eval import evaluate_searcher
+from search.fusion import FUSIONS, Fusion
+from search.metrics import evaluate_rankings
+from search.retrieve import Candidate
+
+WEIGHTS = tuple(round(w, 2) for w in np.linspace(0.0, 1.0, 11))
+SECOND_PASSAGE_WEIGHTS = (0.0, 0.1, 0.2, 0.3)
+DEPTHS = (50, 100, 200, 400)
+TITLE_REPEATS = (0, 1, 2, 3)
+# Each list is fetched this deep once per query; a round asking for more reads what there is.
+CACHE_DEPTH = 800
+EVAL_DEPTH = 100  # documents ranked per query: recall@100
+
+
+@dataclass
+class QueryLists:
+    """One query's dense and BM25 passage lists, deep, and the documents of their passages."""
+
+    dense: list[tuple[int, float]]
+    bm25: list[tuple[int, float]]
+    document_of: dict[int, int] = field(default_factory=dict)
+    doc_id_of: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Setting:
+    mode: str  # dense, bm25 or hybrid
+    fusion: str = "rrf"
+    weight: float = 0.5
+    second: float = 0.0
+    depth: int = 100
+
+    def label(self) -> str:
+        if self.mode != "hybrid":
+            return f"{self.mode}, second {self.second:g}"
+        return f"{self.fusion} w={self.weight:g}, second {self.second:g}, depth {self.depth}"
+
+
+def fetch_lists(searcher: Searcher, queries: dict[str, str], depth: int = CACHE_DEPTH) -> dict[str, QueryLists]:
+    """Each query's lists through the searcher's own dense and BM25 retrievers, and their documents."""
+    dense, lexical = searcher.retriever("dense"), searcher.retriever("bm25")
+    lists: dict[str, QueryLists] = {}
+    for qid, text in queries.items():
+        query = searcher.query(text)
+        found = QueryLists(
+            [(c.passage_id, c.score) for c in dense.retrieve(query, depth)],
+            [(c.passage_id, c.score) for c in lexical.retrieve(query, depth)],
+        )
+        lists[qid] = found
+    attach_documents(searcher, lists)
+    return lists
+
+
+def attach_documents(searcher: Searcher, lists: dict[str, QueryLists]) -> None:
+    passage_ids = sorted({pid for q in lists.values() for pid, _ in [*q.dense, *q.bm25]})
+    document_of = searcher.index.document_ids(passage_ids)
+    records = searcher.index.passages(passage_ids)
+    for found in lists.values():
+        for pid, _ in [*found.dense, *found.bm25]:
+            if pid in document_of:
+                found.document_of[pid] = document_of[pid]
+                found.doc_id_of[pid] = records[pid].doc_id
+
+
+def rank(found: QueryLists, setting: Setting, total: int) -> list[str]:
+    """The document ids `Searcher.search(k=EVAL_DEPTH)` returns under `setting`, from the cached lists."""
+    fusion = Fusion(setting.fusion, setting.weight)
+
+    def fetch(n: int) -> Sequence[Candidate]:
+        if setting.mode == "dense":
+            return [Candidate(p, s) for p, s in found.dense[:n]]
+        if setting.mode == "bm25":
+            return [Candidate(p, s) for p, s in found.bm25[:n]]
+        return [Candidate(p, s) for p, s in fusion.fuse(found.dense[:n], found.bm25[:n])[:n]]
+
+    def documents_of(pids: list[int]) -> dict[int, int]:
+        return {pid: found.document_of[pid] for pid in pids if pid in found.document_of}
+
+    ranked = rank_in_rounds(fetch, documents_of, EVAL_DEPTH, setting.depth, min(total, CACHE_DEPTH), setting.second)
+    return [found.doc_id_of[doc.passage_id] for doc in ranked]
+
+
+def score(lists: dict[str, QueryLists], qrels, setting: Setting, total: int) -> dict[str, float]:
+    return evaluate_rankings({qid: rank(found, setting, total) for qid, found in lists.items()}, qrels)
+
+
+def sweep_settings() -> list[Setting]:
+    settings = [Setting(mode, second=second) for mode in ("dense", "bm25") for second in SECOND_PASSAGE_WEIGHTS]
+    settings += [
+        Setting("hybrid", method, weight, second)
+        for method in FUSIONS for weight in WEIGHTS for second in SECOND_PASSAGE_WEIGHTS
+    ]
+    return settings
+
+
+def choose(results: dict[str, dict[Setting, float]], settings: list[Setting]) -> tuple[Setting, dict[str, float]]:
+    """The hybrid setting whose smallest gain over the best single retriever, across the sets, is largest."""
+    best_single = {
+        name: max(v for s, v in by.items() if s.mode != "hybrid") for name, by in results.items()
+    }
+    hybrid = [s for s in settings if s.mode == "hybrid"]
+
+    def key(setting: Setting) -> tuple[float, float]:
+        gains = [results[name][setting] - best_single[name] for name in results]
+        return (round(min(gains), 4), float(np.mean(gains)))
+
+    return max(hybrid, key=key), best_single
+
+
+def rank_of(value: float, values: list[float]) -> int:
+    return 1 + sum(v > value + 1e-12 for v in values)
+
+
+def bm25_with_title(searcher: Searcher, repeats: int) -> BM25Store:
+    """A BM25 store over the index's passages with the title written `repeats` times (1 = the indexer's)."""
+    ids = searcher.index.snapshot().bm25.ids()
+    records = searcher.index.passages([int(i) for i in ids])
+    texts = []
+    for pid in ids:
+        rec = records[int(pid)]
+        if repeats == 0:
+            texts.append(rec.text)
+        else:
+            texts.append(passage_text("\n".join([rec.title] * repeats) if rec.title else "", rec.text))
+    return BM25Store.build(ids, texts)
+
+
+def relisted(searcher: Searcher, lists: dict[str, QueryLists], queries: dict[str, str], store: BM25Store):
+    """The same dense lists with BM25 lists from `store`."""
+    out: dict[str, QueryLists] = {}
+    for qid, found in lists.items():
+        scores, ids = store.search(queries[qid], CACHE_DEPTH)
+        out[qid] = QueryLists(found.dense, [(int(p), float(s)) for s, p in zip(scores, ids, strict=True)])
+    attach_documents(searcher, out)
+    return out
+
+
+def dev_index(dev: DevSet, dev_dir: Path, scifact_index: Path) -> Path:
+    if dev.name == "scifact-dev":
+        return scifact_index
+    index_dir = dev_dir / f"index-{dev.name}"
+    if not (index_dir / "index.json").is_file():
+        build_index(IndexConfig(source=dev.corpus_dir, index_dir=index_dir))
+    return index_dir
+
+
+def fmt(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=shared_data_dir())
+    parser.add_argument("--dev-dir", type=Path, default=PROJECT_ROOT / ".cache" / "dev")
+    parser.add_argument("--scifact-index", type=Path, default=PROJECT_ROOT / "indexes" / "scifact",
+                        help="an index of the SciFact corpus (built by bench_scifact.py; opened read-only)")
+    parser.add_argument("--sweep-only", action="store_true", help="parts 1 and 2 only")
+    parser.add_argument("--sets", nargs="+", choices=DEV_SETS, default=list(DEV_SETS),
+                        help="dev sets to sweep (all by default; fewer only to explore)")
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    try:
+        dev_sets = load_dev_sets(args.dev_dir, args.data)
+    except FileNotFoundError:
+        dev_sets = build_dev_sets(args.dev_dir, args.data)
+    dev_sets = {name: dev for name, dev in dev_sets.items() if name in args.sets}
+    searchers = {name: Searcher(dev_index(dev, args.dev_dir, args.scifact_index)) for name, dev in dev_sets.items()}
+
+    # 1. The sweep.
+    lists = {name: fetch_lists(searchers[name], dev.queries) for name, dev in dev_sets.items()}
+    totals = {name: searchers[name].stats().passages for name in dev_sets}
+    settings = sweep_settings()
+    results = {
+        name: {s: score(lists[name], dev.qrels, s, totals[name])["ndcg@10"] for s in settings}
+        for name, dev in dev_sets.items()
+    }
+    chosen, best_single = choose(results, settings)
+    depth_results = {
+        name: {d: score(lists[name], dev.qrels, replace(chosen, depth=d), totals[name])["ndcg@10"] for d in DEPTHS}
+        for name, dev in dev_sets.items()
+    }
+    convex = {
+        method: max((s for s in settings if s.mode == "hybrid" and s.fusion == method and s.second == chosen.second),
+                    key=lambda s: min(results[n][s] - best_single[n] for n in results))
+        for method in FUSIONS
+    }
+
+    names = list(dev_sets)
+    weight_rows = []
+    for method in FUSIONS:
+        for weight in WEIGHTS:
+            setting = Setting("hybrid", method, weight, chosen.second)
+            cells = [fmt(results[n][setting]) for n in names]
+            mark = " **default**" if setting == chosen else ""
+            weight_rows.append([f"{method} w={weight:g}{mark}", *cells,
+                                fmt(min(results[n][setting] - best_single[n] for n in names))])
+    for mode in ("dense", "bm25"):
+        setting = Setting(mode, second=chosen.second)
+        weight_rows.append([f"{mode} alone", *[fmt(results[n][setting]) for n in names], "—"])
+    weight_table = markdown_table(
+        ["fusion (w = dense share)", *[f"{n} nDCG@10" for n in names], "worst gain over best single"], weight_rows
+    )
+    second_rows = [
+        [f"{s:g}", *[fmt(results[n][replace(chosen, second=s)]) for n in names]] for s in SECOND_PASSAGE_WEIGHTS
+    ]
+    second_table = markdown_table(["second-passage weight", *names], second_rows)
+    depth_table = markdown_table(["fusion depth", *names],
+                                 [[str(d), *[fmt(depth_results[n][d]) for n in names]] for d in DEPTHS])
+    hybrid = [s for s in settings if s.mode == "hybrid"]
+    ranks = {n: rank_of(results[n][chosen], [results[n][s] for s in hybrid]) for n in names}
+    rank_line = ", ".join(
+        f"{n}: {ranks[n]} of {len(hybrid)} (best {fmt(max(results[n][s] for s in hybrid))}, "
+        f"default {fmt(results[n][chosen])}, best single {fmt(best_single[n])})"
+        for n in names
+    )
+
+    # 2. BM25 title weight, measured outside the index.
+    title_rows = []
+    for repeats in TITLE_REPEATS:
+        row = [str(repeats)]
+        for name, dev in dev_sets.items():
+            store = bm25_with_title(searchers[name], repeats)
+            relist = relisted(searchers[name], lists[name], dev.queries, store)
+            bm25 = score(relist, dev.qrels, Setting("bm25", second=chosen.second), totals[name])["ndcg@10"]
+            fused = score(relist, dev.qrels, chosen, totals[name])["ndcg@10"]
+            row.append(f"{fmt(bm25)} / {fmt(fused)}")
+        title_rows.append(row)
+    title_table = markdown_table(["title written n times", *[f"{n}: BM25 / default" for n in names]], title_rows)
+
+    shipped = SearchConfig()
+    shipped_setting = Setting("hybrid", shipped.fusion, shipped.fusion_for().weight, shipped.second_passage_weight,
+                              shipped.fusion_depth)
+    agrees = "matches" if shipped_setting == chosen else f"DIFFERS from the dev choice ({chosen.label()})"
+    sweep_body = (
+        "Dev sets: " + "; ".join(f"{n} {len(d.queries)} queries, {totals[n]} passages" for n, d in dev_sets.items())
+        + f".\n\nDev choice (largest worst-case gain over the best single retriever): **{chosen.label()}**. "
+        f"Shipped `SearchConfig()`: {shipped_setting.label()}, which {agrees}. "
+        f"Best convex per method at second {chosen.second:g}: "
+        + ", ".join(f"{m} w={s.weight:g}" for m, s in convex.items())
+        + f".\n\nRank of the default among the {len(hybrid)} hybrid settings, per set: {rank_line}.\n\n"
+        f"nDCG@10 across fusion weights (second-passage weight {chosen.second:g}, depth {chosen.depth}):\n\n"
+        f"{weight_table}\n\nDocument score = best passage + s × (second passage − lowest fetched), "
+        f"at the default fusion:\n\n{second_table}\n\nFusion depth (passages per list before fusing) at the default:\n\n"
+        f"{depth_table}\n\nBM25 title weight (measured with BM25 stores built outside the index; "
+        f"wikinews-headline documents have no title, so its rows only differ by noise):\n\n{title_table}"
+    )
+    print(sweep_body, flush=True)
+    if args.sweep_only:
+        return 0
+
+    # 3. One table, through evaluate_searcher.
+    scifact = args.data / "scifact"
+    eval_sets: dict[str, tuple[Path, dict[str, str], dict]] = {
+        "SciFact test": (args.scifact_index, load_beir_queries(scifact), load_beir_qrels(scifact, "test")),
+    }
+    for name, dev in dev_sets.items():
+        eval_sets[name] = (searchers[name].index_dir, dev.queries, dev.qrels)
+    best_convex = max((convex[m] for m in ("minmax", "zscore")),
+                      key=lambda s: min(results[n][s] - best_single[n] for n in names))
+    choice = resolve_reranker(rerank=True)
+    reranker = choice.load() if choice.path is not None else None
+    dev_choice = replace(shipped, fusion=chosen.fusion, fusion_weight=chosen.weight,
+                         second_passage_weight=chosen.second, fusion_depth=chosen.depth)
+    systems: list[tuple[str, SearchConfig, dict, bool]] = [
+        ("BM25", shipped, {"mode": "bm25"}, False),
+        ("dense", shipped, {"mode": "dense"}, False),
+        ("RRF (k=60)", shipped, {"mode": "hybrid", "fusion": "rrf", "fusion_weight": 0.5}, False),
+        (f"convex {best_convex.fusion} w={best_convex.weight:g}", shipped,
+         {"mode": "hybrid", "fusion": best_convex.fusion, "fusion_weight": best_convex.weight}, False),
+    ]
+    if dev_choice != shipped:
+        systems.append((f"dev choice ({chosen.label()})", dev_choice, {}, False))
+    systems.append(("**default** (`SearchConfig()`)", shipped, {}, False))
+    if reranker is not None:
+        systems.append(("default + shipped reranker (top 50)", shipped, {}, True))
+    rows = []
+    for set_name, (index_dir, queries, qrels) in eval_sets.items():
+        searchers_by_config = {
+            config: Searcher(index_dir, config=config, reranker=reranker)
+            for config in {config for _, config, _, _ in systems}
+        }
+        for label, config, kwargs, rerank in systems:
+            metrics = evaluate_searcher(searchers_by_config[config], queries, qrels, depth=EVAL_DEPTH, rerank=rerank,
+                                        **({"candidates": 50} if rerank else {}), **search_kwargs(kwargs))
+            rows.append([set_name, label, fmt(metrics["ndcg@10"]), fmt(metrics["mrr@10"]),
+                         fmt(metrics["recall@100"]), f"{metrics['latency_p50_ms']:.1f} / {metrics['latency_p95_ms']:.1f}"])
+            print(" | ".join(rows[-1]), flush=True)
+        for searcher in searchers_by_config.values():
+            searcher.close()
+    table = markdown_table(["set", "system", "nDCG@10", "MRR@10", "recall@100", "p50 / p95 ms"], rows)
+    body = (
+        f"{sweep_body}\n\n### All sets, through `evaluate_searcher` (k=100, as the eval CLI)\n\n"
+        "Every row is `Searcher.search_detailed(q, k=100, ...)`, the eval CLI's call; latency is end to end per "
+        f"query on this shared 2-core machine (1-minute load {os.getloadavg()[0]:.1f} at the end), so compare "
+        "rows, not absolute values.\n\n"
+        f"{table}\n\n"
+        f"Whole run {time.perf_counter() - started:.0f} s."
+    )
+    print(table)
+    if not args.no_record:
+        record("bench_relevance", "Relevance: fusion and document scoring chosen on dev sets", body)
+    return 0
+
+
+def search_kwargs(kwargs: dict) -> dict:
+    return {key: kwargs[key] for key in ("mode", "fusion", "fusion_weight") if key in kwargs}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

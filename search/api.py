@@ -1,0 +1,420 @@
+"""HTTP API over the `Searcher`: `python -m search.api --index DIR [--host 127.0.0.1] [--port 8000]
+[--workers 1] [--rerank-model PATH | --rerank | --no-rerank]`.
+
+Every search goes through `Searcher.search_detailed`, as the CLI, the app and the
+evaluation do, so the service answers exactly what they answer. The service is
+read-only: indexing stays the job of `python -m indexer build`, whose commits the
+Searcher picks up before the next query (`SearchConfig.auto_refresh`).
+
+One worker holds one Searcher (the model, the vectors and the BM25 index). The
+model is shared by every request of the worker; searches and similarity
+requests run in worker threads, `search_threads` at a time (1 by default: torch
+already spreads one encoding over all cores, and on 2 cores concurrent
+encodings only queue for them), while the others wait in the event loop
+without holding a thread, so /health and /stats stay quick under load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+import math
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import anyio.to_thread
+from fastapi import FastAPI, Query
+
+from indexer.errors import IndexerError, IndexNotFoundError
+from search.api_errors import ApiError, BodySizeLimit, install_error_handlers
+from search.api_models import (
+    MAX_BODY_BYTES,
+    MAX_QUERY_CHARS,
+    MAX_SIMILARITY_SENTENCES,
+    ErrorResponse,
+    FusionMethod,
+    HealthResponse,
+    HitOut,
+    Mode,
+    SearchRequest,
+    SearchResponse,
+    SimilarityRequest,
+    SimilarityResponse,
+    StatsResponse,
+    TimingsOut,
+)
+from search.config import MAX_K
+from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
+from search.searcher import Searcher
+from search.similarity import similarity_matrix
+
+logger = logging.getLogger(__name__)
+
+# The environment variable that carries the ApiConfig to each worker process of `--workers N`.
+CONFIG_ENV = "SEMSEARCH_API_CONFIG"
+# Every build is a FAISS IndexIDMap2 over IndexFlatIP (exact inner product); the index records
+# no type of its own yet.
+INDEX_TYPE = "flat"
+# How long uvicorn's supervisor waits for a worker of `--workers N` to answer its ping.
+WORKER_HEALTHCHECK_S = 120
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    """How the service runs. `rerank_model` None means SEMSEARCH_RERANKER, else the shipped
+    reranker; "none" turns reranking off. `rerank` is the default for a request that does not
+    say, decided by `resolve_reranker` when None. `similarity_model` serves /similarity while no
+    index is open (None: the default bi-encoder); once one is, its own model does.
+    `poll_seconds` is how often a service without an index looks for one."""
+
+    index_dir: Path
+    db_url: str | None = None
+    rerank_model: str | None = None
+    rerank: bool | None = None
+    similarity_model: str | None = None
+    poll_seconds: float = 2.0
+    search_threads: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index_dir", Path(self.index_dir))
+        if not (math.isfinite(self.poll_seconds) and self.poll_seconds > 0):
+            raise ValueError(f"poll_seconds ({self.poll_seconds}) must be a positive number of seconds.")
+        if self.search_threads < 1:
+            raise ValueError(f"search_threads ({self.search_threads}) must be at least 1.")
+
+    def to_json(self) -> str:
+        return json.dumps({**dataclasses.asdict(self), "index_dir": str(self.index_dir)})
+
+    @classmethod
+    def from_json(cls, text: str) -> ApiConfig:
+        return cls(**json.loads(text))
+
+
+def reranker_setting(config: ApiConfig) -> str | None:
+    """--rerank-model, else SEMSEARCH_RERANKER (as the app reads it), else None for the shipped one."""
+    if config.rerank_model is not None:
+        return config.rerank_model
+    value = os.environ.get("SEMSEARCH_RERANKER", "").strip()
+    return value or None
+
+
+# --- the service: one Searcher per worker, opened when the index exists ------------------------
+
+
+class Service:
+    """The Searcher a worker answers from, and how it came to be (or why it is not there yet).
+
+    A service started before its index exists answers 503 and looks for a committed build every
+    `poll_seconds` in a background thread, then loads it: no restart, and no request ever waits
+    for the model to load.
+    """
+
+    def __init__(self, config: ApiConfig, choice: RerankerChoice, reranker: Reranker | None) -> None:
+        self.config = config
+        self.choice = choice
+        self.reranker = reranker
+        self._searcher: Searcher | None = None
+        self._model_label = ""
+        self._problem: Exception | None = None
+        self._open_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.limiter: anyio.CapacityLimiter | None = None  # made in the event loop, at startup
+
+    @classmethod
+    def start(cls, config: ApiConfig) -> Service:
+        """Decide on the reranker (`resolve_reranker`, the CLI's and the app's rule) and load it."""
+        choice = resolve_reranker(config.rerank, reranker_setting(config))
+        return cls(config, choice, choice.load())
+
+    @property
+    def rerank_default(self) -> bool:
+        return self.choice.enabled and self.reranker is not None
+
+    @property
+    def ready(self) -> bool:
+        return self._searcher is not None
+
+    @property
+    def problem(self) -> Exception | None:
+        """Why the index is not open: IndexNotFoundError before the first build, else what failed."""
+        return None if self._searcher is not None else self._problem
+
+    def try_open(self) -> Searcher | None:
+        """Open the index if it has a committed build; None (and `problem` says why) if not."""
+        with self._open_lock:
+            if self._searcher is not None:
+                return self._searcher
+            try:
+                searcher = Searcher(self.config.index_dir, db_url=self.config.db_url, reranker=self.reranker)
+            except (IndexerError, ValueError) as err:  # ValueError: a database URL without its password
+                if str(err) != str(self._problem) and not isinstance(err, IndexNotFoundError):
+                    logger.warning("The index cannot be opened: %s", err)
+                self._problem = err
+                return None
+            self._model_label = searcher.stats().model_label
+            self._searcher = searcher
+            self._problem = None
+            logger.info("Serving %s (%s)", self.config.index_dir, self._model_label)
+            return searcher
+
+    def watch(self) -> None:
+        """Look for the index in the background until it opens or the service stops."""
+        if self._searcher is not None or self._watcher is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(self.config.poll_seconds):
+                if self.try_open() is not None:
+                    return
+
+        self._watcher = threading.Thread(target=loop, name="semsearch-index-watcher", daemon=True)
+        self._watcher.start()
+
+    def searcher(self) -> Searcher:
+        searcher = self._searcher
+        if searcher is None:
+            raise self.unavailable(self._problem)
+        return searcher
+
+    def unavailable(self, err: Exception | None) -> ApiError:
+        retry = str(max(1, math.ceil(self.config.poll_seconds)))
+        if err is None or isinstance(err, IndexNotFoundError):
+            found = str(err) if err is not None else "No index is open yet."
+            detail = f"{found} The service loads it as soon as a build commits; no restart needed."
+            return ApiError(503, "no_index", detail, {"Retry-After": retry})
+        return ApiError(503, "index_unavailable", f"The index cannot be read: {err}", {"Retry-After": retry})
+
+    def similarity_model(self) -> tuple[Any, str]:
+        """The index's bi-encoder once an index is open, else `config.similarity_model` (the default)."""
+        if self._searcher is not None:
+            return self._searcher.model, self._model_label
+        from indexer.embedding import load_bi_encoder
+        from indexer.model_spec import ModelSpec
+
+        spec = ModelSpec.resolve(self.config.similarity_model)
+        return load_bi_encoder(spec), spec.label
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+        with self._open_lock:
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
+
+
+async def _in_thread(service: Service, call: Callable[[], Any]) -> Any:
+    """Run model work in a worker thread, `search_threads` at a time; the rest wait without a thread."""
+    return await anyio.to_thread.run_sync(call, limiter=service.limiter)
+
+
+# --- the app ----------------------------------------------------------------------------------
+
+
+def create_app(config: ApiConfig) -> FastAPI:
+    """The FastAPI app over `config.index_dir`; the reranker is loaded here, the index at startup."""
+    service = Service.start(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        service.limiter = anyio.CapacityLimiter(config.search_threads)
+        if await anyio.to_thread.run_sync(service.try_open) is None:
+            if isinstance(service.problem, IndexNotFoundError):  # try_open logged any other problem
+                logger.warning("%s The service answers 503 until then.", service.problem)
+            service.watch()
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(service.close)
+
+    app = FastAPI(
+        title="semsearch",
+        summary="Semantic search over one index: the same Searcher as the CLI and the app. Read-only.",
+        description=(
+            f"Limits: a query or sentence holds at most {MAX_QUERY_CHARS} characters; `k` and "
+            f"`candidates` lie in 1..{MAX_K}; a similarity list holds at most "
+            f"{MAX_SIMILARITY_SENTENCES} sentences; a request body at most {MAX_BODY_BYTES} bytes. "
+            "Errors are JSON: `{\"error\": code, \"detail\": what was wrong and the fix}`. "
+            "503 while no index has been built; indexing is `python -m indexer build`'s job."
+        ),
+        version="1",
+        lifespan=lifespan,
+        responses={
+            400: {"model": ErrorResponse}, 413: {"model": ErrorResponse},
+            422: {"model": ErrorResponse}, 503: {"model": ErrorResponse},
+        },
+    )
+    app.state.service = service
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    install_error_handlers(app)
+
+    @app.get("/health", response_model=HealthResponse)
+    async def health() -> HealthResponse:
+        """Always 200 while the process runs; `index` says whether searches can be answered."""
+        problem = service.problem
+        if service.ready:
+            return HealthResponse(status="ok", index="ready", detail=None)
+        state = "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable"
+        return HealthResponse(status="ok", index=state, detail=None if problem is None else str(problem))
+
+    @app.get("/stats", response_model=StatsResponse)
+    def stats() -> StatsResponse:
+        """The figures of the newest committed build (one small SQL read checks for a newer one)."""
+        searcher = service.searcher()
+        try:
+            figures = searcher.stats()
+        except IndexerError as err:
+            raise service.unavailable(err) from err
+        return StatsResponse(
+            documents=figures.documents, passages=figures.passages, model=figures.model,
+            model_label=figures.model_label, dimension=figures.dimension, index_type=INDEX_TYPE,
+            modes=list(searcher.modes), built_at=figures.built_at, build_seconds=figures.build_seconds,
+            build_id=figures.build_id,
+            reranker=None if service.reranker is None else str(service.choice.path),
+            rerank_default=service.rerank_default,
+        )
+
+    async def run_search(request: SearchRequest) -> SearchResponse:
+        searcher = service.searcher()
+        rerank = service.rerank_default if request.rerank is None else request.rerank
+        if rerank and searcher.reranker is None:
+            raise ApiError(400, "no_reranker", (
+                "rerank=true needs a reranker, and this server has none. Start it with "
+                "--rerank-model PATH (or SEMSEARCH_RERANKER=PATH), or search with rerank=false."))
+        call = functools.partial(
+            searcher.search_detailed, request.q, k=request.k, mode=request.mode, rerank=rerank,
+            candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
+        )
+        try:
+            result = await _in_thread(service, call)
+        except IndexerError as err:  # before ValueError: IndexMismatchError is both
+            raise service.unavailable(err) from err
+        except (ValueError, TypeError) as err:  # the Searcher's own checks: empty query, k > candidates
+            raise ApiError(400, "bad_request", str(err)) from err
+        timings = result.timings
+        return SearchResponse(
+            query=request.q, k=request.k, mode=result.mode, fallback_reason=result.fallback_reason,
+            reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
+            timings=TimingsOut(
+                encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
+                rerank_ms=timings.rerank_s * 1000, total_ms=timings.total_s * 1000,
+            ),
+            hits=[
+                HitOut(
+                    rank=rank, doc_id=hit.doc_id, title=hit.title, text=hit.text,
+                    start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
+                    retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
+                    metadata=hit.metadata, source=hit.source,
+                )
+                for rank, hit in enumerate(result.hits, start=1)
+            ],
+        )
+
+    @app.get("/search", response_model=SearchResponse)
+    async def search_get(
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")],
+        k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+        mode: Mode | None = None,
+        rerank: bool | None = None,
+        candidates: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
+        fusion: FusionMethod | None = None,
+        fusion_weight: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False)] = None,
+    ) -> SearchResponse:
+        """The k best documents for `q`, each with its best passage; the same fields as POST."""
+        return await run_search(SearchRequest.model_construct(
+            q=q, k=k, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
+            fusion_weight=fusion_weight))
+
+    @app.post("/search", response_model=SearchResponse)
+    async def search_post(request: SearchRequest) -> SearchResponse:
+        """The k best documents for `q`, each with its best passage, the mode that ran and timings."""
+        return await run_search(request)
+
+    @app.post("/similarity", response_model=SimilarityResponse)
+    async def similarity(request: SimilarityRequest) -> SimilarityResponse:
+        """Cosine similarity of two sentences, or the len(a) x len(b) matrix of two lists."""
+        pair = isinstance(request.a, str)
+        a = [request.a] if pair else request.a
+        b = [request.b] if pair else request.b
+
+        def compute() -> tuple[list[list[float]], str]:
+            model, label = service.similarity_model()
+            return similarity_matrix(a, b, model=model).tolist(), label
+
+        try:
+            matrix, label = await _in_thread(service, compute)
+        except IndexerError as err:
+            raise service.unavailable(err) from err
+        return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None)
+
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app of one worker of `--workers N`: uvicorn imports it by name in each process."""
+    text = os.environ.get(CONFIG_ENV)
+    if not text:
+        raise RuntimeError(f"{CONFIG_ENV} is not set; start the service with python -m search.api.")
+    return create_app(ApiConfig.from_json(text))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m search.api", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, required=True, help="the index folder to serve (it may not exist yet)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes, each with its own model and index in memory (default 1)")
+    parser.add_argument("--db", default=None, help="SQLAlchemy URL, when the index keeps rows elsewhere")
+    parser.add_argument("--rerank-model", default=None, metavar="PATH",
+                        help="CrossEncoder folder (default: SEMSEARCH_RERANKER, else models/reranker; "
+                        f"{'/'.join(NO_RERANKER)} for none)")
+    parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
+                        help="whether a search that does not say reranks (default: the reranker's config)")
+    parser.add_argument("--poll-seconds", type=float, default=2.0,
+                        help="how often a service without an index looks for one")
+    parser.add_argument("--search-threads", type=int, default=1,
+                        help="searches one worker runs at once (default 1; torch uses every core for each)")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    import uvicorn
+
+    try:
+        if args.workers < 1:
+            raise ValueError(f"--workers ({args.workers}) must be at least 1.")
+        config = ApiConfig(
+            index_dir=args.index, db_url=args.db, rerank_model=args.rerank_model, rerank=args.rerank,
+            poll_seconds=args.poll_seconds, search_threads=args.search_threads,
+        )
+        if args.workers == 1:
+            app: FastAPI | str = create_app(config)
+        else:
+            resolve_reranker(config.rerank, reranker_setting(config))  # refuse a bad setting once, here
+            os.environ[CONFIG_ENV] = config.to_json()
+            app = "search.api:app_from_env"
+    except (ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    # A worker loading torch and the models on busy cores answers uvicorn's pings late; the default
+    # 5 s had every worker killed and restarted, forever.
+    uvicorn.run(app, host=args.host, port=args.port, workers=args.workers, factory=isinstance(app, str),
+                log_level=args.log_level.lower(), timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

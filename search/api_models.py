@@ -1,0 +1,140 @@
+"""The HTTP API's request and response bodies, and the limits a request must keep within.
+
+The limits bound what one request can cost a shared service: a query longer than
+2,000 characters is far past the 256 tokens the model reads, and a similarity
+request of 100 × 100 sentences is a few seconds of CPU. FastAPI publishes these
+models, with their limits, in the OpenAPI schema at /docs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from search.config import MAX_K
+from search.fusion import FUSIONS
+
+# A query or sentence longer than this is refused (422); the model reads 256 tokens of it anyway.
+MAX_QUERY_CHARS = 2000
+# Every request body, counted as it streams in (413 above it): 100 sentences of 600 characters fit.
+MAX_BODY_BYTES = 64 * 1024
+# Sentences in each list of a similarity request (422 above it), so a matrix is at most 100 x 100.
+MAX_SIMILARITY_SENTENCES = 100
+
+Mode = Literal["dense", "bm25", "hybrid"]
+FusionMethod = Literal[FUSIONS]  # "rrf", "minmax", "zscore"
+Sentence = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
+Sentences = Annotated[list[Sentence], Field(min_length=1, max_length=MAX_SIMILARITY_SENTENCES)]
+
+
+class SearchRequest(BaseModel):
+    """POST /search. Strict: `"k": "5"` or `"rerank": "yes"` is a 422, not silently converted."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
+    k: int = Field(10, ge=1, le=MAX_K, description=f"documents to return, 1..{MAX_K}")
+    mode: Mode | None = Field(None, description="retriever; default hybrid (dense when the index has no BM25)")
+    rerank: bool | None = Field(
+        None, description="rescore the top `candidates` with the server's cross-encoder; default: the server's setting"
+    )
+    candidates: int | None = Field(
+        None, ge=1, le=MAX_K, description=f"documents the reranker rescores, 1..{MAX_K} (default 50)"
+    )
+    fusion: FusionMethod | None = Field(
+        None, description="how hybrid fuses dense and BM25: reciprocal rank, or min-max / z-score normalised "
+        "scores combined; default the server's SearchConfig"
+    )
+    fusion_weight: float | None = Field(
+        None, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)",
+    )
+
+
+class SimilarityRequest(BaseModel):
+    """POST /similarity: two sentences (`a`, `b` strings) or two lists (a len(a) x len(b) matrix)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    a: Sentence | Sentences = Field(
+        description=f"a sentence, or a list of 1..{MAX_SIMILARITY_SENTENCES}; each at most {MAX_QUERY_CHARS} characters"
+    )
+    b: Sentence | Sentences = Field(description="the same shape as `a`: a sentence, or a list")
+
+    @model_validator(mode="after")
+    def _same_shape(self) -> SimilarityRequest:
+        if isinstance(self.a, str) != isinstance(self.b, str):
+            raise ValueError("a and b must both be sentences (strings) or both be lists of sentences")
+        return self
+
+
+class HitOut(BaseModel):
+    rank: int
+    doc_id: str
+    title: str
+    text: str = Field(description="the passage that matched")
+    start_char: int = Field(description="where the passage starts in the document")
+    end_char: int
+    score: float = Field(description="what hits are ordered by: the reranker's when reranked")
+    retriever_score: float | None = Field(description="cosine, BM25 or fused reciprocal-rank score, by mode")
+    rerank_score: float | None = Field(description="the cross-encoder's score; null when not reranked")
+    metadata: dict[str, Any]
+    source: str = Field(description="the file the document was read from")
+
+
+class TimingsOut(BaseModel):
+    encode_ms: float
+    retrieve_ms: float
+    rerank_ms: float
+    total_ms: float
+
+
+class SearchResponse(BaseModel):
+    query: str
+    k: int
+    mode: str = Field(description="the mode that ran")
+    fallback_reason: str | None = Field(description="why `mode` is not the one asked for, and the fix")
+    reranked: int = Field(description="how many candidates the cross-encoder rescored; 0 when it did not run")
+    build_id: str = Field(description="the committed build that answered")
+    timings: TimingsOut
+    hits: list[HitOut]
+
+
+class StatsResponse(BaseModel):
+    documents: int
+    passages: int
+    model: str
+    model_label: str
+    dimension: int
+    index_type: str = Field(description="the FAISS index: exact inner product over unit vectors")
+    modes: list[str] = Field(description="the modes this build can run")
+    built_at: dt.datetime
+    build_seconds: float
+    build_id: str
+    reranker: str | None = Field(description="the cross-encoder `rerank` uses; null when there is none")
+    rerank_default: bool = Field(description="whether a search that does not say reranks")
+
+
+class SimilarityResponse(BaseModel):
+    model: str
+    matrix: list[list[float]] = Field(description="cosine similarities, one row per sentence of `a`")
+    score: float | None = Field(description="the one similarity, when `a` and `b` are sentences")
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    index: Literal["ready", "missing", "unreadable"]
+    detail: str | None = Field(description="why the index is not ready, and the fix")
+
+
+class ErrorItem(BaseModel):
+    loc: str = Field(description="where: body.k, query.q, ...")
+    msg: str
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(description="a short code: bad_request, invalid_request, no_index, ...")
+    detail: str = Field(description="what was wrong, the allowed range and the fix")
+    errors: list[ErrorItem] | None = None

@@ -1,0 +1,392 @@
+"""search/api.py through FastAPI's TestClient: every endpoint, every bad request, 503 until an
+index is built, and rebuilds picked up while requests keep succeeding."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from indexer import IndexConfig, build_index
+from search import Searcher
+from search.api import CONFIG_ENV, ApiConfig, app_from_env, create_app, main
+from search.api_models import MAX_BODY_BYTES, MAX_QUERY_CHARS, MAX_SIMILARITY_SENTENCES
+from search.config import MAX_K
+from search.similarity import similarity
+from tests.conftest import TOPIC_DOCS
+from tests.search.helpers import CODE_DOC, CODE_QUERY
+
+
+def write_corpus(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in {**TOPIC_DOCS, "minutes.txt": CODE_DOC}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def build(corpus: Path, index_dir: Path, model: str) -> None:
+    build_index(IndexConfig(source=corpus, index_dir=index_dir, model=model, show_progress=False))
+
+
+def wait_until_ready(client: TestClient, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while client.get("/health").json()["index"] != "ready":
+        assert time.monotonic() < deadline, client.get("/health").json()
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def served_index(tiny_model_dir, tmp_path_factory) -> Path:
+    """The topic documents and the gardening minutes, indexed with the tiny model; read-only."""
+    root = tmp_path_factory.mktemp("api")
+    index_dir = root / "idx"
+    build(write_corpus(root / "corpus"), index_dir, str(tiny_model_dir))
+    return index_dir
+
+
+@pytest.fixture(scope="module")
+def client(served_index, tiny_model_dir):
+    config = ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir))
+    with TestClient(create_app(config)) as test_client:
+        yield test_client
+
+
+@pytest.fixture()
+def private_index(tmp_path, tiny_model) -> tuple[Path, Path, str]:
+    """(corpus, index folder, model) of an index a test may rebuild."""
+    corpus = write_corpus(tmp_path / "corpus")
+    index_dir = tmp_path / "idx"
+    build(corpus, index_dir, tiny_model)
+    return corpus, index_dir, tiny_model
+
+
+# --- the endpoints ----------------------------------------------------------------------------
+
+
+def test_health_says_ready(client):
+    assert client.get("/health").json() == {"status": "ok", "index": "ready", "detail": None}
+
+
+def test_stats_describe_the_build(client, served_index):
+    body = client.get("/stats").json()
+    stats = Searcher(served_index).stats()
+    assert (body["documents"], body["passages"]) == (5, stats.passages)
+    assert body["build_id"] == stats.build_id and body["model"] == stats.model
+    assert body["index_type"] == "flat" and body["dimension"] == 32
+    assert set(body["modes"]) == {"dense", "bm25", "hybrid"}
+    assert body["reranker"] is None and body["rerank_default"] is False
+    assert body["built_at"] and body["build_seconds"] >= 0
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_search_answers_what_the_searcher_answers(client, served_index, mode):
+    expected = Searcher(served_index).search_detailed(CODE_QUERY, k=3, mode=mode)
+    for response in (
+        client.get("/search", params={"q": CODE_QUERY, "k": 3, "mode": mode}),
+        client.post("/search", json={"q": CODE_QUERY, "k": 3, "mode": mode}),
+    ):
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["mode"] == mode and body["k"] == 3 and body["reranked"] == 0
+        assert body["fallback_reason"] is None and body["build_id"] == expected.stats.build_id
+        assert [hit["doc_id"] for hit in body["hits"]] == [hit.doc_id for hit in expected.hits]
+        assert [hit["score"] for hit in body["hits"]] == pytest.approx([hit.score for hit in expected.hits])
+        assert set(body["timings"]) == {"encode_ms", "retrieve_ms", "rerank_ms", "total_ms"}
+
+
+@pytest.mark.parametrize(("fusion", "weight"), [("minmax", 0.3), ("zscore", None), ("rrf", 1)])
+def test_fusion_settings_reach_the_searcher(client, served_index, fusion, weight):
+    expected = Searcher(served_index).search_detailed("bread rises", k=4, fusion=fusion, fusion_weight=weight)
+    body = {"q": "bread rises", "k": 4, "fusion": fusion} | ({} if weight is None else {"fusion_weight": weight})
+    for response in (client.get("/search", params=body), client.post("/search", json=body)):
+        assert response.status_code == 200, response.text
+        hits = response.json()["hits"]
+        assert [hit["doc_id"] for hit in hits] == [hit.doc_id for hit in expected.hits]
+        assert [hit["score"] for hit in hits] == pytest.approx([hit.score for hit in expected.hits])
+
+
+def test_a_hit_carries_its_passage_offsets_metadata_and_both_scores(client):
+    body = client.get("/search", params={"q": CODE_QUERY, "k": 1, "mode": "bm25"}).json()
+    hit = body["hits"][0]
+    assert hit["rank"] == 1 and hit["doc_id"] == "minutes.txt" and hit["title"] == "minutes"
+    assert hit["text"] == CODE_DOC and (hit["start_char"], hit["end_char"]) == (0, len(CODE_DOC))
+    assert hit["score"] == hit["retriever_score"] and hit["rerank_score"] is None
+    assert isinstance(hit["metadata"], dict) and hit["source"]
+    assert body["timings"]["encode_ms"] == 0  # BM25 embeds nothing
+
+
+def test_mode_defaults_to_hybrid(client):
+    assert client.get("/search", params={"q": "bread"}).json()["mode"] == "hybrid"
+
+
+def test_similarity_of_two_sentences_and_of_two_lists(client, tiny_model_dir):
+    a, b = "A man plays a guitar.", "Someone is playing an instrument."
+    body = client.post("/similarity", json={"a": a, "b": b}).json()
+    assert body["score"] == pytest.approx(similarity(a, b, model=str(tiny_model_dir)), abs=1e-5)
+    assert body["matrix"] == [[body["score"]]]
+    body = client.post("/similarity", json={"a": ["a cat", "a dog"], "b": ["a kitten", "a car", "a cat"]}).json()
+    assert len(body["matrix"]) == 2 and all(len(row) == 3 for row in body["matrix"])
+    assert body["matrix"][0][2] == pytest.approx(1.0, abs=1e-5) and body["score"] is None
+
+
+def test_openapi_docs_list_every_endpoint(client):
+    assert client.get("/docs").status_code == 200
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/health", "/stats", "/search", "/similarity"} <= set(paths)
+    assert set(paths["/search"]) == {"get", "post"}
+
+
+# --- bad requests -----------------------------------------------------------------------------
+
+
+def assert_error(response, status: int, *phrases: str) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) <= {"error", "detail", "errors"} and body["error"]
+    for phrase in phrases:
+        assert phrase in body["detail"], body["detail"]
+    assert "Traceback" not in response.text
+    return body
+
+
+@pytest.mark.parametrize(
+    ("params", "phrases"),
+    [
+        ({"q": ""}, ["query.q", "at least 1 character"]),
+        ({"q": "x", "k": 0}, ["query.k", "greater than or equal to 1", "got '0'"]),
+        ({"q": "x", "k": MAX_K + 1}, ["query.k", f"less than or equal to {MAX_K}"]),
+        ({"q": "x", "k": "ten"}, ["query.k", "valid integer"]),
+        ({"q": "x", "mode": "fuzzy"}, ["query.mode", "'dense', 'bm25' or 'hybrid'"]),
+        ({"q": "x", "candidates": 0}, ["query.candidates", "greater than or equal to 1"]),
+        ({"q": "x", "fusion": "borda"}, ["query.fusion", "'rrf', 'minmax' or 'zscore'"]),
+        ({"q": "x", "fusion_weight": 1.5}, ["query.fusion_weight", "less than or equal to 1"]),
+        ({"q": "x", "fusion_weight": "nan"}, ["query.fusion_weight", "finite number"]),
+        ({"q": "x" * (MAX_QUERY_CHARS + 1)}, ["query.q", f"at most {MAX_QUERY_CHARS} characters"]),
+        ({}, ["query.q", "Field required"]),
+    ],
+)
+def test_bad_get_search_is_a_422_naming_the_field_and_range(client, params, phrases):
+    assert_error(client.get("/search", params=params), 422, *phrases)
+
+
+@pytest.mark.parametrize(
+    ("body", "phrases"),
+    [
+        ({"q": "x", "k": 0}, ["body.k", "greater than or equal to 1"]),
+        ({"q": "x", "k": MAX_K + 1}, ["body.k", f"less than or equal to {MAX_K}", "got 1001"]),
+        ({"q": "x", "mode": "fuzzy"}, ["body.mode", "'dense', 'bm25' or 'hybrid'"]),
+        ({"q": "x" * (MAX_QUERY_CHARS + 1)}, ["body.q", f"at most {MAX_QUERY_CHARS} characters"]),
+        ({"q": 5}, ["body.q", "valid string", "got 5"]),
+        ({"q": "x", "k": "5"}, ["body.k", "valid integer", "got '5'"]),
+        ({"q": "x", "k": 2.5}, ["body.k", "valid integer"]),
+        ({"q": "x", "rerank": "yes"}, ["body.rerank", "valid boolean"]),
+        ({"q": "x", "fusion": "borda"}, ["body.fusion", "'rrf', 'minmax' or 'zscore'"]),
+        ({"q": "x", "fusion_weight": -0.1}, ["body.fusion_weight", "greater than or equal to 0"]),
+        ({"q": "x", "fusion_weight": "0.5"}, ["body.fusion_weight", "valid number"]),
+        ({"q": ["x"]}, ["body.q", "valid string"]),
+        ({"q": "x", "limit": 3}, ["body.limit", "Extra inputs are not permitted"]),
+        ([1, 2], ["body", "valid dictionary"]),
+    ],
+)
+def test_bad_post_search_is_a_422_naming_the_field_and_range(client, body, phrases):
+    assert_error(client.post("/search", json=body), 422, *phrases)
+
+
+def test_malformed_json_is_a_422(client):
+    body = assert_error(
+        client.post("/search", content=b'{"q": "x",', headers={"content-type": "application/json"}),
+        422, "JSON decode error",
+    )
+    assert body["error"] == "invalid_request"
+
+
+@pytest.mark.parametrize("query", ["   ", "\n\t"])
+def test_whitespace_query_is_a_400_from_the_searcher(client, query):
+    assert_error(client.get("/search", params={"q": query}), 400, "The query is empty")
+    assert_error(client.post("/search", json={"q": query}), 400, "The query is empty")
+
+
+def test_rerank_without_a_reranker_is_a_400_naming_the_fix(client):
+    body = assert_error(client.post("/search", json={"q": "x", "rerank": True}), 400, "--rerank-model PATH")
+    assert body["error"] == "no_reranker"
+    assert client.post("/search", json={"q": "bread", "rerank": False}).status_code == 200
+
+
+def test_body_over_the_limit_is_a_413_by_length_and_by_stream(client):
+    big = b'{"q": "' + b"x" * MAX_BODY_BYTES + b'"}'
+    response = client.post("/search", content=big, headers={"content-type": "application/json"})
+    assert_error(response, 413, f"over {MAX_BODY_BYTES} bytes")
+
+    def chunks():  # no Content-Length: the limit counts what arrives
+        for _ in range(MAX_BODY_BYTES // 1024 + 2):
+            yield b" " * 1024
+
+    response = client.post("/search", content=chunks(), headers={"content-type": "application/json"})
+    assert "content-length" not in response.request.headers
+    assert_error(response, 413, f"over {MAX_BODY_BYTES} bytes")
+
+
+def test_similarity_limits_and_shapes(client):
+    too_many = ["a"] * (MAX_SIMILARITY_SENTENCES + 1)
+    assert_error(client.post("/similarity", json={"a": too_many, "b": ["b"]}), 422,
+                 "body.a", f"at most {MAX_SIMILARITY_SENTENCES} items")
+    assert_error(client.post("/similarity", json={"a": "x" * (MAX_QUERY_CHARS + 1), "b": "y"}), 422,
+                 "body.a", f"at most {MAX_QUERY_CHARS} characters")
+    assert_error(client.post("/similarity", json={"a": "one", "b": ["two"]}), 422, "both be sentences")
+    assert_error(client.post("/similarity", json={"a": [], "b": []}), 422, "at least 1 item")
+    assert_error(client.post("/similarity", json={"a": ["x", 3], "b": ["y"]}), 422, "body.a")
+    assert_error(client.post("/similarity", json={"a": "x"}), 422, "body.b", "Field required")
+
+
+def test_unknown_path_and_method_are_json(client):
+    assert_error(client.get("/nowhere"), 404, "Not Found")
+    assert_error(client.delete("/search"), 405, "Method Not Allowed")
+
+
+def test_an_internal_error_is_a_500_without_internals(served_index, monkeypatch):
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("secret path /etc/internal and a stack")
+
+    config = ApiConfig(index_dir=served_index, rerank_model="none")
+    with TestClient(create_app(config), raise_server_exceptions=False) as broken_client:
+        monkeypatch.setattr(Searcher, "search_detailed", broken)
+        response = broken_client.get("/search", params={"q": "bread"})
+    body = assert_error(response, 500, "its log says why")
+    assert body["error"] == "internal_error" and "secret" not in response.text
+
+
+# --- the reranker -----------------------------------------------------------------------------
+
+
+def test_a_named_reranker_reranks_by_default_and_can_be_turned_off(served_index, tiny_cross_encoder):
+    config = ApiConfig(index_dir=served_index, rerank_model=tiny_cross_encoder)
+    with TestClient(create_app(config)) as reranking:
+        stats = reranking.get("/stats").json()
+        assert stats["reranker"] == tiny_cross_encoder and stats["rerank_default"] is True
+        body = reranking.post("/search", json={"q": "bread", "k": 3, "candidates": 5}).json()
+        assert body["reranked"] == 5 and all(hit["rerank_score"] is not None for hit in body["hits"])
+        assert body["timings"]["rerank_ms"] > 0
+        body = reranking.get("/search", params={"q": "bread", "k": 3, "rerank": "false"}).json()
+        assert body["reranked"] == 0 and body["hits"][0]["rerank_score"] is None
+        assert_error(reranking.post("/search", json={"q": "bread", "k": 10, "candidates": 5}), 400,
+                     "k (10) is greater than candidates (5)")
+
+
+def test_reranker_setting_comes_from_the_environment(served_index, monkeypatch):
+    monkeypatch.setenv("SEMSEARCH_RERANKER", "none")
+    with TestClient(create_app(ApiConfig(index_dir=served_index))) as plain:
+        assert plain.get("/stats").json()["reranker"] is None
+
+
+def test_rerank_on_without_any_reranker_refuses_to_start(served_index):
+    with pytest.raises(ValueError, match="Reranking needs a reranker"):
+        create_app(ApiConfig(index_dir=served_index, rerank_model="none", rerank=True))
+
+
+def test_config_is_validated():
+    with pytest.raises(ValueError, match=r"poll_seconds \(0\) must be a positive"):
+        ApiConfig(index_dir=Path("x"), poll_seconds=0)
+    with pytest.raises(ValueError, match=r"search_threads \(0\) must be at least 1"):
+        ApiConfig(index_dir=Path("x"), search_threads=0)
+    config = ApiConfig(index_dir=Path("x"), rerank=True, poll_seconds=0.5)
+    assert ApiConfig.from_json(config.to_json()) == config
+
+
+def test_workers_read_their_config_from_the_environment(served_index, monkeypatch):
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    with pytest.raises(RuntimeError, match=f"{CONFIG_ENV} is not set"):
+        app_from_env()
+    monkeypatch.setenv(CONFIG_ENV, ApiConfig(index_dir=served_index, rerank_model="none").to_json())
+    with TestClient(app_from_env()) as worker:
+        assert worker.get("/health").json()["index"] == "ready"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--workers", "0"], r"--workers \(0\) must be at least 1"),
+        (["--rerank-model", "none", "--rerank"], "Reranking needs a reranker"),
+        (["--poll-seconds", "-1"], r"poll_seconds \(-1.0\) must be a positive"),
+    ],
+)
+def test_cli_refuses_bad_settings_before_serving(tmp_path, capsys, argv, message):
+    assert main(["--index", str(tmp_path / "idx"), *argv]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+# --- no index yet, then builds ----------------------------------------------------------------
+
+
+def test_503_until_an_index_is_built_then_200_without_restart(tmp_path, tiny_model):
+    index_dir = tmp_path / "later"
+    config = ApiConfig(index_dir=index_dir, rerank_model="none", poll_seconds=0.05, similarity_model=tiny_model)
+    with TestClient(create_app(config)) as waiting:
+        health = waiting.get("/health").json()
+        assert health["index"] == "missing" and "python -m indexer build" in health["detail"]
+        for response in (waiting.get("/search", params={"q": "bread"}), waiting.get("/stats"),
+                         waiting.post("/search", json={"q": "bread"})):
+            body = assert_error(response, 503, "No index", "python -m indexer build", "no restart")
+            assert body["error"] == "no_index" and response.headers["retry-after"] == "1"
+        # Bad requests are still told what is wrong first.
+        assert_error(waiting.get("/search", params={"q": "x", "k": 0}), 422, "query.k")
+        # Similarity needs no index: it uses the configured model until one is open.
+        assert waiting.post("/similarity", json={"a": "x", "b": "x"}).json()["score"] == pytest.approx(1.0)
+
+        build(write_corpus(tmp_path / "corpus"), index_dir, tiny_model)
+        wait_until_ready(waiting)
+        body = waiting.get("/search", params={"q": CODE_QUERY, "mode": "bm25", "k": 1}).json()
+        assert body["hits"][0]["doc_id"] == "minutes.txt"
+        assert waiting.get("/stats").json()["documents"] == 5
+
+
+def test_an_unreadable_index_is_a_503_with_its_repair(private_index):
+    _corpus, index_dir, _model = private_index
+    for vectors in index_dir.glob("vectors-*.faiss"):
+        vectors.write_bytes(b"damaged")
+    with TestClient(create_app(ApiConfig(index_dir=index_dir, rerank_model="none", poll_seconds=0.05))) as damaged:
+        assert damaged.get("/health").json()["index"] == "unreadable"
+        body = assert_error(damaged.get("/search", params={"q": "bread"}), 503, "python -m indexer repair")
+        assert body["error"] == "index_unavailable"
+
+
+def test_a_rebuild_is_picked_up_and_no_request_fails_meanwhile(private_index):
+    corpus, index_dir, model = private_index
+    config = ApiConfig(index_dir=index_dir, rerank_model="none")
+    with TestClient(create_app(config)) as live:
+        before = live.get("/stats").json()["build_id"]
+
+        def hammer(worker: int) -> list[int]:
+            statuses = []
+            for i in range(15):
+                if i % 3 == 0:
+                    statuses.append(live.get("/stats").status_code)
+                else:
+                    statuses.append(live.post("/search", json={"q": f"bread {worker} {i}", "k": 5}).status_code)
+            return statuses
+
+        with ThreadPoolExecutor(4) as pool:
+            running = [pool.submit(hammer, worker) for worker in range(4)]
+            (corpus / "comet.txt").write_text("A comet QX7 with a bright tail passed close to the Sun.")
+            (corpus / "baking.txt").unlink()
+            build(corpus, index_dir, model)
+            statuses = [status for future in running for status in future.result()]
+        assert statuses == [200] * len(statuses)
+        stats = live.get("/stats").json()
+        assert stats["build_id"] != before and stats["documents"] == 5
+        hits = live.get("/search", params={"q": "QX7", "mode": "bm25", "k": 5}).json()["hits"]
+        assert hits[0]["doc_id"] == "comet.txt"
+        assert "baking.txt" not in {hit["doc_id"] for hit in live.get("/search", params={"q": "bread"}).json()["hits"]}
+
+
+def test_the_service_closes_its_searcher_on_shutdown(private_index):
+    _corpus, index_dir, _model = private_index
+    app = create_app(ApiConfig(index_dir=index_dir, rerank_model="none"))
+    with TestClient(app) as live:
+        assert live.get("/health").json()["index"] == "ready"
+    assert app.state.service.ready is False
+    shutil.rmtree(index_dir)  # nothing holds it open

@@ -1,0 +1,313 @@
+"""The app in a real headless Chromium: what a person sees, not only what AppTest reads.
+
+`streamlit run app.py` serves a small index on a free port; Debian's `chromium` is
+driven through the DevTools protocol (a websocket, no Playwright download). Every
+step waits for the app's own elements, because Streamlit renders after the page
+loads: a bare `chromium --screenshot` captures a blank page. Screenshots are
+saved under SEMSEARCH_SCREENSHOTS (a folder CI keeps), else a pytest temp folder,
+and their paths are printed.
+
+Skipped, with the reason, where no Chromium is installed: `apt-get install chromium`
+(CI's `.ci/run` does that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from data.paths import PROJECT_ROOT
+from indexer import IndexConfig, build_index
+
+pytestmark = pytest.mark.integration
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+START_TIMEOUT_S = 120
+STEP_TIMEOUT_S = 90
+VIEWPORT = (1400, 1000)
+DOCS = {
+    "pasta.txt": "To cook spaghetti, bring a large pot of salted water to a rolling boil, add the "
+    "pasta and boil it for about ten minutes until it is al dente, then drain it.",
+    "jupiter.txt": "Jupiter is the largest planet in the solar system, a gas giant with a great red "
+    "spot, dozens of moons and faint rings.",
+    "tomatoes.txt": "Tomato plants need full sun, deep watering and a stake or cage to support the "
+    "vines; pinch off suckers and mulch the soil in the garden.",
+    # A docstring as the demo corpus holds them: reST emphasis and a doctest example.
+    "pathjoin.txt": "Join path components with *os.path.join*; it inserts the separator.\n\n"
+    "    >>> import os\n    >>> os.path.join('usr', 'lib')\n    'usr/lib'\n",
+}
+UPLOAD = ("glaciers.md", "# Glaciers\n\nGlaciers are rivers of ice that carve valleys as they creep downhill.")
+
+
+def browser_path() -> str | None:
+    return next((path for name in BROWSERS if (path := shutil.which(name))), None)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_url(url: str, timeout: float, process: subprocess.Popen | None = None) -> bytes:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.read()
+        except OSError:
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(f"{process.args[0]} exited with {process.returncode}") from None
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = os.environ.get("SEMSEARCH_SCREENSHOTS")
+    path = Path(folder) if folder else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`streamlit run app.py` over a fresh three-document index, as `make run` starts it."""
+    if browser_path() is None:
+        pytest.skip("no Chromium found (looked for " + ", ".join(BROWSERS) + "); install Debian's "
+                    "`chromium` package to run the browser test: apt-get install chromium")
+    root = tmp_path_factory.mktemp("browser_app")
+    source = root / "source"
+    source.mkdir()
+    for name, text in DOCS.items():
+        (source / name).write_text(text, encoding="utf-8")
+    build_index(IndexConfig(source=source, index_dir=root / "index", show_progress=False))
+    port = free_port()
+    env = {**os.environ, "SEMSEARCH_INDEX": str(root / "index"), "SEMSEARCH_RERANKER": "none",
+           "HF_HUB_OFFLINE": "1"}
+    env.pop("SEMSEARCH_BUILD_SOURCE", None)
+    log = (root / "streamlit.log").open("w")
+    app = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
+         "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
+         "--browser.gatherUsageStats", "false"],
+        cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for_url(f"http://127.0.0.1:{port}/_stcore/health", START_TIMEOUT_S, app)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        app.terminate()
+        app.wait(timeout=30)
+        log.close()
+
+
+class DevTools:
+    """The few DevTools protocol calls the test needs, over one page's websocket."""
+
+    def __init__(self, socket_connection) -> None:
+        self._ws = socket_connection
+        self._ids = itertools.count(1)
+
+    async def send(self, method: str, **params) -> dict:
+        message_id = next(self._ids)
+        await self._ws.send(json.dumps({"id": message_id, "method": method, "params": params}))
+        while True:
+            reply = json.loads(await self._ws.recv())
+            if reply.get("id") == message_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    async def evaluate(self, expression: str):
+        result = await self.send("Runtime.evaluate", expression=expression, returnByValue=True,
+                                 awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    async def wait_for(self, expression: str, what: str, timeout: float = STEP_TIMEOUT_S):
+        """Poll a JavaScript expression until it is truthy; its value is returned."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = await self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                text = await self.evaluate("document.body.innerText.slice(0, 2000)")
+                raise AssertionError(f"timed out waiting for {what}; the page reads:\n{text}")
+            await asyncio.sleep(0.5)
+
+    async def screenshot(self, path: Path) -> Path:
+        await asyncio.sleep(1.0)  # let charts and fonts settle
+        shot = await self.send("Page.captureScreenshot", format="png")
+        path.write_bytes(base64.b64decode(shot["data"]))
+        print(f"screenshot: {path}")
+        return path
+
+    async def type_into(self, selector: str, text: str) -> None:
+        """Focus an input, replace its text and press Enter, as a person would."""
+        await self.evaluate(f"document.querySelector({json.dumps(selector)}).focus()")
+        await self.evaluate(f"document.querySelector({json.dumps(selector)}).select()")
+        await self.send("Input.insertText", text=text)
+        for kind in ("keyDown", "keyUp"):
+            await self.send("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
+                            windowsVirtualKeyCode=13, text="\r" if kind == "keyDown" else "")
+
+    async def click(self, selector: str, text: str | None = None) -> None:
+        """Click the first element matching `selector` (and holding `text`) at its centre."""
+        box = await self.evaluate(
+            f"""(() => {{
+                const all = [...document.querySelectorAll({json.dumps(selector)})];
+                const el = all.find(e => {json.dumps(text)} === null || e.innerText.includes({json.dumps(text)}));
+                if (!el) return null;
+                el.scrollIntoView({{block: 'center'}});
+                const r = el.getBoundingClientRect();
+                return [r.x + r.width / 2, r.y + r.height / 2];
+            }})()"""
+        )
+        assert box, f"nothing matches {selector} {text or ''}"
+        for kind in ("mousePressed", "mouseReleased"):
+            await self.send("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left",
+                            clickCount=1)
+
+    async def set_files(self, selector: str, paths: list[Path]) -> None:
+        document = await self.send("DOM.getDocument", depth=-1, pierce=True)
+        node = await self.send("DOM.querySelector", nodeId=document["root"]["nodeId"], selector=selector)
+        assert node.get("nodeId"), f"no file input {selector}"
+        await self.send("DOM.setFileInputFiles", nodeId=node["nodeId"], files=[str(p) for p in paths])
+
+
+@contextlib.contextmanager
+def chromium(user_data: Path) -> Iterator[int]:
+    """A headless Chromium with the DevTools protocol on a free port; yields the port."""
+    port = free_port()
+    process = subprocess.Popen(
+        [browser_path(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-dev-shm-usage", f"--remote-debugging-port={port}", f"--user-data-dir={user_data}",
+         f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_url(f"http://127.0.0.1:{port}/json/version", 60, process)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+async def open_page(port: int, url: str):
+    import websockets
+
+    targets = json.loads(wait_for_url(f"http://127.0.0.1:{port}/json/list", 30))
+    page = next(t for t in targets if t["type"] == "page")
+    connection = await websockets.connect(page["webSocketDebuggerUrl"], max_size=64 * 2**20)
+    tools = DevTools(connection)
+    await tools.send("Page.enable")
+    await tools.send("Emulation.setDeviceMetricsOverride", width=VIEWPORT[0], height=VIEWPORT[1],
+                     deviceScaleFactor=1, mobile=False)
+    await tools.send("Page.navigate", url=url)
+    return connection, tools
+
+
+RESULT_TITLES = """[...document.querySelectorAll('[data-testid="stMarkdownContainer"] strong')]
+    .map(e => e.innerText).filter(t => /^\\d+\\. /.test(t))"""
+HIGHLIGHTS = """[...document.querySelectorAll('[data-testid="stMarkdownContainer"] span strong')]
+    .map(e => e.innerText)"""
+
+
+async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Path]:
+    shots: dict[str, Path] = {}
+    with chromium(tmp_path / "profile") as port:
+        connection, page = await open_page(port, url)
+        async with connection:
+            # Search: type a query, hits appear with titles, relevance labels and highlights.
+            query_box = 'input[aria-label="Query"]'
+            await page.wait_for(f"!!document.querySelector('{query_box}')", "the query box")
+            await page.type_into(query_box, "boil the pasta")
+            titles = await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t.length ? t : null; }})()",
+                                         "search results")
+            assert titles[0] == "1. pasta", titles
+            highlights = await page.evaluate(HIGHLIGHTS)
+            assert {"boil", "pasta"} <= {h.lower() for h in highlights}, highlights
+            body = await page.evaluate("document.body.innerText")
+            assert "strong match" in body and "Full passage and scores" in body
+            assert "fused" not in body, "raw scores stay in the details"
+            shots["search"] = await page.screenshot(screenshots / "search.png")
+
+            # Reading a passage: emphasis in italics, the doctest in monospace, details inside.
+            await page.type_into(query_box, "join path components")
+            await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. pathjoin'; }})()",
+                                "the docstring passage")
+            await page.click('[data-testid="stExpander"] summary', "Full passage and scores")
+            code = await page.wait_for(
+                """(() => { const c = document.querySelector('[data-testid="stExpander"] pre code');
+                   return c && c.offsetHeight > 0 ? [c.innerText, getComputedStyle(c).fontFamily] : null; })()""",
+                "the doctest as code",
+            )
+            assert code[0].startswith(">>> import os") and "'usr/lib'" in code[0], code
+            assert "mono" in code[1].lower(), f"doctest font: {code[1]}"
+            emphasis = await page.evaluate(
+                """[...document.querySelectorAll('[data-testid="stMarkdownContainer"] em')].map(e => e.innerText)""")
+            assert "os.path.join" in emphasis, emphasis
+            shown = await page.evaluate("document.querySelector('[data-testid=\"stMain\"]').innerText")
+            assert "*os.path.join*" not in shown
+            assert "characters 0–" in shown and "of the document" in shown
+            shots["passage"] = await page.screenshot(screenshots / "passage.png")
+
+            # Compare: the heatmap renders (a Vega chart with its canvas or svg drawn).
+            await page.click('[data-testid="stSidebar"] label', "Compare")
+            await page.wait_for(
+                """(() => { const c = document.querySelector('[data-testid="stVegaLiteChart"] canvas, '
+                   + '[data-testid="stVegaLiteChart"] svg, .vega-embed canvas, .vega-embed svg');
+                   return c && c.getBoundingClientRect().height > 100; })()""",
+                "the heatmap",
+            )
+            assert "Most similar pairs" in await page.evaluate("document.body.innerText")
+            await page.evaluate("""document.querySelector('[data-testid="stVegaLiteChart"], .vega-embed')
+                                   .scrollIntoView({block: 'center'})""")
+            shots["compare"] = await page.screenshot(screenshots / "compare.png")
+
+            # Upload: a Markdown file, indexed, then found by a search.
+            await page.click('[data-testid="stSidebar"] label', "Search")
+            await page.wait_for(f"!!document.querySelector('{query_box}')", "the search page again")
+            upload = tmp_path / UPLOAD[0]
+            upload.write_text(UPLOAD[1], encoding="utf-8")
+            await page.set_files('[data-testid="stFileUploaderDropzoneInput"]', [upload])
+            await page.wait_for(
+                """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
+                   .some(b => b.innerText.includes('Index these files') && !b.disabled)""",
+                "the Index button to enable",
+            )
+            await page.click('[data-testid="stSidebar"] button', "Index these files")
+            await page.wait_for("document.body.innerText.includes('Added 1 new document')",
+                                "the upload to be indexed")
+            await page.type_into(query_box, "ice carving valleys")
+            await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Glaciers'; }})()",
+                                "the uploaded document as the first hit")
+            shots["upload"] = await page.screenshot(screenshots / "upload.png")
+    return shots
+
+
+def test_search_compare_and_upload_in_a_real_browser(app_url: str, screenshots: Path, tmp_path: Path) -> None:
+    shots = asyncio.run(drive_app(app_url, screenshots, tmp_path))
+    for name, path in shots.items():
+        assert path.stat().st_size > 10_000, f"the {name} screenshot is nearly empty"

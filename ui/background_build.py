@@ -1,0 +1,173 @@
+"""Index a source in a child process while the app serves what is already committed.
+
+`make run` starts the app at once and hands it the demo corpus to index: the build
+commits in growing chunks (`indexer.build_index`), the first within seconds, and the
+Searcher loads each new build on the next query. So the first search is answered
+from the documents committed so far, in every mode, while a bar shows the rest.
+
+A child process (`python -m ui.background_build`), not a thread: the build and the
+searcher would share one tokenizer, which is not safe across threads, and a crash in
+the build cannot take the app down. Not `multiprocessing`: its spawn start method
+re-imports the main module, which under Streamlit is app.py itself. The child reports
+JSON lines on stdout and, on Linux, is ended with the app; an interrupted build
+resumes at its last commit the next time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO
+
+from data.paths import PROJECT_ROOT
+from indexer import IndexConfig, IndexerError, build_index
+
+PROGRESS_EVERY_S = 0.5
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class BuildStatus:
+    """What the page shows: passages embedded of those to embed, and how it ended."""
+
+    source: Path
+    started: float = field(default_factory=time.monotonic)
+    embedded: int = 0
+    total: int = 0
+    running: bool = True
+    error: str | None = None
+    summary: str | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def fraction(self) -> float:
+        return min(self.embedded / self.total, 1.0) if self.total else 0.0
+
+
+def _end_with_parent(parent: int) -> None:
+    """Linux only: SIGTERM this process when the app that started it ends, even by kill -9.
+
+    Set by the child itself (a `preexec_fn` is unsafe in a threaded app like Streamlit);
+    a parent that ended before that is caught by comparing `getppid`.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        sys.exit(0)
+
+
+class BackgroundBuild:
+    """One build of `config` in a child process; `status()` says what it reported so far."""
+
+    def __init__(self, config: IndexConfig, stamp: Path | None = None) -> None:
+        fields = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(config).items()}
+        command = [sys.executable, "-m", "ui.background_build", "--config", json.dumps(fields),
+                   "--parent", str(os.getpid())]
+        if stamp is not None:
+            command += ["--stamp", str(stamp)]
+        self._status = BuildStatus(source=config.source)
+        self._lock = threading.Lock()
+        self._process = subprocess.Popen(
+            command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=None, text=True,
+        )
+        self._reader = threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True,
+                                        name="semsearch-build-reader")
+        self._reader.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            try:
+                message = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a library printed to stdout; only our JSON lines count
+            with self._lock:
+                status = self._status
+                if "progress" in message:
+                    done, total = message["progress"]
+                    status = replace(status, embedded=done, total=total)
+                elif "error" in message:
+                    status = replace(status, running=False, error=message["error"])
+                elif "done" in message:
+                    status = replace(status, running=False, summary=message["done"],
+                                     embedded=max(status.embedded, status.total))
+                self._status = status
+
+    def status(self) -> BuildStatus:
+        """The latest report; a child that ended without its last word failed."""
+        if self._process.poll() is not None:
+            self._reader.join(timeout=5)  # what it wrote before it ended
+            with self._lock:
+                if self._status.running:
+                    self._status = replace(
+                        self._status, running=False,
+                        error=f"The indexing process stopped unexpectedly (exit code "
+                        f"{self._process.returncode}); see the app's log.")
+        with self._lock:
+            return self._status
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.terminate()
+        self._process.wait(timeout=30)
+
+
+def _send(message: dict) -> None:
+    print(json.dumps(message), flush=True)
+
+
+def run_build(config: IndexConfig, stamp: Path | None) -> int:
+    """The child: build, reporting progress about every half second, then one last line."""
+    last = 0.0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PROGRESS_EVERY_S or done == total:
+            last = now
+            _send({"progress": [done, total]})
+
+    try:
+        report = build_index(config, progress=progress)
+    except (IndexerError, ValueError, OSError) as err:
+        _send({"error": str(err)})
+        return 2
+    except Exception as err:  # an unexpected failure: the app shows it, the traceback goes to the log
+        traceback.print_exc()
+        _send({"error": f"{type(err).__name__}: {err}"})
+        return 1
+    if stamp is not None:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    _send({"done": report.summary()})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ui.background_build", description=__doc__)
+    parser.add_argument("--config", required=True, help="IndexConfig fields as a JSON object")
+    parser.add_argument("--stamp", type=Path, default=None, help="file to touch when the build succeeds")
+    parser.add_argument("--parent", type=int, default=None, help="end when this process ends")
+    args = parser.parse_args(argv)
+    if args.parent is not None:
+        _end_with_parent(args.parent)
+    return run_build(IndexConfig(**json.loads(args.config)), args.stamp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
