@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import threading
 import warnings
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import streamlit as st
 
 from data.paths import PROJECT_ROOT
 from indexer import IndexConfig, IndexerError, passage_text
+from indexer.embedding import load_bi_encoder
 from indexer.model_spec import DEFAULT_MODEL_NAME
 from search import (
     MODES,
@@ -125,6 +127,15 @@ def start_background_build(source: str, folder: str, stamp: str | None) -> Backg
     """One background build per (source, index) per app process, started by the first page view."""
     config = IndexConfig(source=Path(source), index_dir=Path(folder), show_progress=False)
     return BackgroundBuild(config, Path(stamp) if stamp else None)
+
+
+@st.cache_resource(show_spinner=False)
+def preload_default_model() -> threading.Thread:
+    """Load the bi-encoder while the first chunk is embedded, so the first search need not wait
+    for it: the Searcher gets the same object from `load_bi_encoder`'s cache."""
+    thread = threading.Thread(target=load_bi_encoder, name="semsearch-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 def background_build(folder: Path) -> BackgroundBuild | None:
@@ -291,11 +302,14 @@ def search_page(folder: Path) -> None:
         searcher = searcher_for(folder)
         stats = searcher.stats()
     except IndexNotFoundError:
-        if build is not None:
+        if build is not None and build.status().running:
+            preload_default_model()
             show_build_progress(build, had_index=False)
             st.info("The first documents are being indexed; the search box appears as soon as they "
                     "are committed, within a minute.")
             return
+        if build is not None:
+            show_build_progress(build, had_index=False)  # its error
         st.info(missing_index_message(folder))
         return
     except (IndexerError, SearchError, ValueError) as err:

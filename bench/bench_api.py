@@ -78,24 +78,31 @@ class Level:
     server_ms: list[float] = field(default_factory=list)
     errors: int = 0
     first_error: str = ""
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0  # summed over the rounds it ran in
+    load_avgs: list[float] = field(default_factory=list)  # the 1-minute load average as each round began
+
+    @property
+    def requests(self) -> int:
+        return len(self.latencies_s) + self.errors
 
     def row(self) -> list[object]:
         lat = np.array(self.latencies_s) * 1000 if self.latencies_s else np.array([np.nan])
-        requests = len(self.latencies_s) + self.errors
         return [
-            self.label, self.clients, requests, self.errors,
+            self.label, self.clients, self.requests, self.errors,
             f"{len(self.latencies_s) / self.elapsed_s:.1f}" if self.elapsed_s else "—",
             f"{np.percentile(lat, 50):.0f}", f"{np.percentile(lat, 95):.0f}", f"{np.percentile(lat, 99):.0f}",
             f"{statistics.median(self.server_ms):.0f}" if self.server_ms else "—",
+            f"{statistics.mean(self.load_avgs):.1f}" if self.load_avgs else "—",
         ]
 
 
 async def load(base: str, queries: list[str], level: Level, duration_s: float, max_requests: int,
                until: asyncio.Event | None = None) -> Level:
     """`level.clients` clients, each sending its next request once the last one is answered, for
-    `duration_s` seconds (or until `until` is set, when given) and at most `max_requests` requests."""
-    sent = 0
+    `duration_s` seconds (or until `until` is set, when given) and at most `max_requests` requests.
+    Adds to what `level` holds, so a level can run in several rounds."""
+    level.load_avgs.append(os.getloadavg()[0])
+    sent, first = 0, level.requests
     limits = httpx.Limits(max_connections=level.clients, max_keepalive_connections=level.clients)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
         started = time.perf_counter()
@@ -109,7 +116,7 @@ async def load(base: str, queries: list[str], level: Level, duration_s: float, m
         async def one_client() -> None:
             nonlocal sent
             while running():
-                query = queries[sent % len(queries)]
+                query = queries[(first + sent) % len(queries)]
                 sent += 1
                 t0 = time.perf_counter()
                 try:
@@ -126,7 +133,7 @@ async def load(base: str, queries: list[str], level: Level, duration_s: float, m
                     level.first_error = level.first_error or detail
 
         await asyncio.gather(*(one_client() for _ in range(level.clients)))
-        level.elapsed_s = time.perf_counter() - started
+        level.elapsed_s += time.perf_counter() - started
     return level
 
 
@@ -166,25 +173,30 @@ def serve(index_dir: Path, workers: int, log_dir: Path, search_threads: int = 1)
                 process.wait()
 
 
-def in_process(index_dir: Path, queries: list[str], duration_s: float, max_requests: int) -> Level:
-    """The peer: the same searches through the Searcher in this process, one at a time."""
+def open_peer(index_dir: Path):
+    """The peer: a Searcher in this process, with the reranker the server decides on (same rule)."""
     from search import Searcher, resolve_reranker
 
     choice = resolve_reranker(None, os.environ.get("SEMSEARCH_RERANKER") or None)
     searcher = Searcher(index_dir, reranker=choice.load())
-    for query in queries[:5]:
+    for query in DEMO_QUERIES[:5]:
         searcher.search_detailed(query, k=10, rerank=choice.enabled)
-    level = Level("in-process Searcher, no HTTP", 1)
+    return searcher, choice.enabled
+
+
+def in_process(searcher, rerank: bool, queries: list[str], level: Level, duration_s: float,
+               max_requests: int) -> None:
+    """One round of the same searches through the Searcher in this process, one at a time."""
+    level.load_avgs.append(os.getloadavg()[0])
     started = time.perf_counter()
-    while time.perf_counter() - started < duration_s and len(level.latencies_s) < max_requests:
+    done = 0
+    while time.perf_counter() - started < duration_s and done < max_requests:
         t0 = time.perf_counter()
-        result = searcher.search_detailed(queries[len(level.latencies_s) % len(queries)], k=10,
-                                          rerank=choice.enabled)
+        result = searcher.search_detailed(queries[len(level.latencies_s) % len(queries)], k=10, rerank=rerank)
         level.latencies_s.append(time.perf_counter() - t0)
         level.server_ms.append(result.timings.total_s * 1000)
-    level.elapsed_s = time.perf_counter() - started
-    searcher.close()
-    return level
+        done += 1
+    level.elapsed_s += time.perf_counter() - started
 
 
 def stats(base: str) -> dict:
@@ -244,17 +256,25 @@ def workers_label(name: str, workers: int) -> str:
 
 
 def comparison_note(rows: list[list[object]], default_label: str, others: list[tuple[str, str]]) -> str:
-    """One sentence: the demo at 16 clients served as by default, and with each other setting."""
+    """One sentence: the demo at 16 clients served as by default, and with each other setting (paired rows)."""
     by_label = {(row[0], row[1]): row for row in rows}
 
     def figures(row: list[object]) -> str:
         return f"{row[4]} req/s (p50 {row[5]} ms, search p50 {row[8]} ms)"
 
     base = by_label.get((default_label, 16))
-    parts = [f"{what}, {figures(by_label[(label, 16)])}" for label, what in others if (label, 16) in by_label]
-    if base is None or not parts:
+    compared = [(what, by_label[(label, 16)]) for label, what in others if (label, 16) in by_label]
+    if base is None or not compared:
         return ""
-    return f"At 16 clients on the demo index the default served {figures(base)}; " + "; ".join(parts) + "."
+    best_other = max(float(row[4]) for _, row in compared)
+    verdict = (
+        "so the default stays at one worker: on these cores the alternatives add memory and per-search time, "
+        "not throughput."
+        if float(base[4]) >= 0.9 * best_other
+        else "so on this machine more workers or threads paid: raise --workers or --search-threads."
+    )
+    return (f"Taking turns at 16 clients on the demo index, the default served {figures(base)}; "
+            + "; ".join(f"{what}, {figures(row)}" for what, row in compared) + f"; {verdict}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search-threads", type=int, default=1, help="searches a worker runs at once")
     parser.add_argument("--compare-threads", type=int, default=2,
                         help="also run the demo at 16 clients with this many search threads (0: skip)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="turns taken by the settings compared side by side (HTTP vs in-process; workers)")
     parser.add_argument("--rebuild-clients", type=int, default=16)
     parser.add_argument("--skip-scifact", action="store_true")
     parser.add_argument("--no-record", action="store_true")
@@ -289,31 +311,46 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[list[object]] = []
     notes: list[str] = []
+    slice_s = args.duration / args.rounds
     with tempfile.TemporaryDirectory(prefix="bench_api_") as tmp:
         work = Path(tmp)
         for name, index_dir, queries in targets:
+            searcher, rerank = open_peer(index_dir)
             with serve(index_dir, args.workers, work, args.search_threads) as base:
                 figures = stats(base)
                 notes.append(f"{name}: {figures['documents']} documents, {figures['passages']} passages, "
                              f"{figures['model_label']}, rerank by default: {figures['rerank_default']}")
-                for clients in args.levels:
+                # One client over HTTP and the in-process peer take turns, so both see the same load.
+                http = Level(workers_label(name, args.workers), 1)
+                peer = Level(f"{name}, in-process Searcher, no HTTP (the peer, taking turns with the row above)", 1)
+                for _ in range(args.rounds):
+                    asyncio.run(load(base, queries, http, slice_s, args.max_requests))
+                    in_process(searcher, rerank, queries, peer, slice_s, args.max_requests)
+                rows += [http.row(), peer.row()]
+                print(rows[-2], rows[-1], http.first_error, flush=True)
+                for clients in [c for c in args.levels if c != 1]:
                     level = asyncio.run(load(base, queries, Level(workers_label(name, args.workers), clients),
                                              args.duration, args.max_requests))
                     rows.append(level.row())
                     print(rows[-1], level.first_error, flush=True)
-            rows.append(in_process(index_dir, queries, args.duration, args.max_requests).row())
-            rows[-1][0] = f"{name}, {rows[-1][0]}"
-            print(rows[-1], flush=True)
-        if args.compare_workers:
-            with serve(args.demo_index, args.compare_workers, work) as base:
-                level = asyncio.run(load(base, DEMO_QUERIES, Level(workers_label("demo", args.compare_workers), 16),
-                                         args.duration, args.max_requests))
-                rows.append(level.row())
-                print(rows[-1], level.first_error, flush=True)
-        if args.compare_threads:
-            with serve(args.demo_index, args.workers, work, args.compare_threads) as base:
-                level = asyncio.run(load(base, DEMO_QUERIES, Level(f"demo, {args.compare_threads} search threads", 16),
-                                         args.duration, args.max_requests))
+            searcher.close()
+        if args.compare_workers or args.compare_threads:
+            # The settings compared take turns at 16 clients, each on its own server, all started first.
+            settings = [(workers_label("demo", args.workers) + ", paired", args.workers, args.search_threads)]
+            if args.compare_workers:
+                settings.append((workers_label("demo", args.compare_workers), args.compare_workers,
+                                 args.search_threads))
+            if args.compare_threads:
+                settings.append((f"demo, {args.workers} worker, {args.compare_threads} search threads", args.workers,
+                                 args.compare_threads))
+            with contextlib.ExitStack() as stack:
+                bases = [stack.enter_context(serve(args.demo_index, workers, work, threads))
+                         for _, workers, threads in settings]
+                levels = [Level(label, 16) for label, _, _ in settings]
+                for _ in range(args.rounds):
+                    for base, level in zip(bases, levels, strict=True):
+                        asyncio.run(load(base, DEMO_QUERIES, level, slice_s, args.max_requests))
+            for level in levels:
                 rows.append(level.row())
                 print(rows[-1], level.first_error, flush=True)
         level, note = rebuild_run(args.demo_index, DEMO_QUERIES, args.rebuild_clients, 180.0,
@@ -323,27 +360,31 @@ def main(argv: list[str] | None = None) -> int:
         print(rows[-1], level.first_error, note, flush=True)
 
     header = ["server / peer", "clients", "requests", "errors", "req/s", "p50 ms", "p95 ms", "p99 ms",
-              "search p50 ms"]
+              "search p50 ms", "load avg"]
     table = markdown_table(header, rows)
     print(table)
     for line in notes:
         print(line)
     errors = sum(int(row[3]) for row in rows)
-    workers_note = comparison_note(rows, workers_label("demo", args.workers), [
+    workers_note = comparison_note(rows, workers_label("demo", args.workers) + ", paired", [
         (workers_label("demo", args.compare_workers), f"{args.compare_workers} workers (a copy of the models each)"),
-        (f"demo, {args.compare_threads} search threads", f"one worker running {args.compare_threads} searches at once"),
+        (f"demo, {args.workers} worker, {args.compare_threads} search threads",
+         f"one worker running {args.compare_threads} searches at once"),
     ])
     print(workers_note)
     if not args.no_record:
         body = (
             f"{table}\n\n"
-            f"Each level: {args.duration:.0f} s (at most {args.max_requests} requests) of closed-loop clients "
+            f"Each row: {args.duration:.0f} s (at most {args.max_requests} requests) of closed-loop clients "
             "(each sends its next POST /search, k=10, default mode hybrid and default reranking, when the "
             "last is answered) from an async httpx loop on the same machine. Latency is the client's, "
             "queueing included; *search p50* is the server's own `timings.total_ms` (the Searcher alone). "
             "The in-process row is the peer: the same queries through `Searcher.search_detailed` in the "
-            "benchmark's process, one at a time. The rebuild run lasts from the build's start until 3 s after "
-            "its commit.\n\n"
+            f"benchmark's process, one at a time. Rows compared with each other take turns in {args.rounds} "
+            "rounds (the 1-client HTTP row with its peer; the three paired rows at 16 clients, each on its own "
+            "server), because the load from other jobs on these shared cores changes from minute to minute "
+            "(*load avg*: the 1-minute load average as each round began). The rebuild run lasts from the "
+            "build's start until 3 s after its commit.\n\n"
             + "\n".join(f"- {line}" for line in notes) + "\n\n"
             f"**Workers.** The service runs {args.workers} uvicorn worker by default (`--workers 1`). Each worker "
             "holds its own bi-encoder, reranker, vectors and BM25 index, and torch already spreads one query's "
@@ -352,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             f"latency grows with the queue (p50 ≈ clients × search time). {workers_note}"
         )
         record("bench_api", "HTTP API under load (bench_api)", body,
-               command="python bench/bench_api.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+               command=" ".join(["python bench/bench_api.py", *(argv if argv is not None else sys.argv[1:])]))
     return 1 if errors else 0
 
 

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         ["run", "load avg (1 min) at start", "server healthy (s)", "query box shown (s)",
          f"first search answered (s), query {QUERY!r}", "first hit"], rows)
     body += ("\n\nSeconds from `make run` (after `make install`) in a copy of the working tree. The app "
-             "serves at once and indexes the demo corpus in the background, committing 64, 128, 256, ... "
+             "serves at once and indexes the demo corpus in the background, committing 16, 32, 64, ... "
              "passages at a time, so the first search answers from the first committed chunk.")
     print(body)
     if args.record:

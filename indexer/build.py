@@ -57,7 +57,7 @@ MAX_PROGRESS_STEP = 4096
 # `IndexConfig.commit_passages`: a search sees the first documents within seconds, and as
 # every commit rewrites the whole BM25 and vector files, growing chunks keep that cost
 # within a few times the cost of one commit.
-FIRST_COMMIT_PASSAGES = 64
+FIRST_COMMIT_PASSAGES = 16
 
 
 def title_token_budget(model_max: int) -> int:

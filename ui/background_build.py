@@ -15,13 +15,11 @@ resumes at its last commit the next time.
 
 from __future__ import annotations
 
+import _thread
 import argparse
-import contextlib
-import ctypes
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -32,10 +30,10 @@ from pathlib import Path
 from typing import IO
 
 from data.paths import PROJECT_ROOT
-from indexer import IndexConfig, IndexerError, build_index
+from indexer import BuildInterrupted, IndexConfig, IndexerError, build_index
 
 PROGRESS_EVERY_S = 0.5
-_PR_SET_PDEATHSIG = 1
+PARENT_CHECK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -60,16 +58,19 @@ class BuildStatus:
 
 
 def _end_with_parent(parent: int) -> None:
-    """Linux only: SIGTERM this process when the app that started it ends, even by kill -9.
+    """Stop the build as Ctrl-C would (its current chunk rolls back) once the app has ended.
 
-    Set by the child itself (a `preexec_fn` is unsafe in a threaded app like Streamlit);
-    a parent that ended before that is caught by comparing `getppid`.
+    A watchdog on `getppid`, not Linux's PR_SET_PDEATHSIG: that fires when the parent
+    *thread* ends, and Streamlit starts this process from a script thread that ends
+    after every run.
     """
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:
-        sys.exit(0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        _thread.interrupt_main()
+
+    threading.Thread(target=watch, name="semsearch-parent-watch", daemon=True).start()
 
 
 class BackgroundBuild:
@@ -144,6 +145,9 @@ def run_build(config: IndexConfig, stamp: Path | None) -> int:
 
     try:
         report = build_index(config, progress=progress)
+    except BuildInterrupted as err:  # the app ended: nobody reads the message but the log
+        print(err, file=sys.stderr)
+        return 130
     except (IndexerError, ValueError, OSError) as err:
         _send({"error": str(err)})
         return 2

@@ -55,3 +55,18 @@ def test_a_build_process_that_dies_is_an_error(topic_corpus, tmp_path, tiny_mode
 @pytest.mark.parametrize("embedded,total,fraction", [(0, 0, 0.0), (5, 10, 0.5)])
 def test_status_fraction(tmp_path, embedded, total, fraction):
     assert BuildStatus(source=tmp_path, embedded=embedded, total=total).fraction == fraction
+
+
+def test_a_build_started_from_a_thread_that_ends_keeps_running(topic_corpus, tmp_path, tiny_model):
+    """Streamlit starts it from a script thread that ends after each run; the build must not end
+    with that thread (as it did with Linux's parent-death signal, which follows the thread)."""
+    import threading
+
+    started: list[BackgroundBuild] = []
+    config = IndexConfig(source=topic_corpus, index_dir=tmp_path / "idx", model=tiny_model,
+                         show_progress=False)
+    thread = threading.Thread(target=lambda: started.append(BackgroundBuild(config)))
+    thread.start()
+    thread.join()
+    final = wait_until_done(started[0])[-1]
+    assert final.error is None and final.summary is not None
