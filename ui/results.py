@@ -52,7 +52,7 @@ def relevance(cosine: float) -> Relevance:
 
 def relevance_bar(cosine: float, cells: int = RELEVANCE_BAR_CELLS) -> str:
     """Filled cells for the cosine, so that the fair cut fills two cells and the strong cut three."""
-    per_cell = (STRONG_COSINE - FAIR_COSINE)
+    per_cell = STRONG_COSINE - FAIR_COSINE
     filled = 3 + (cosine - STRONG_COSINE) / per_cell
     filled = round(min(max(filled, 0.0), float(cells)))
     return "▰" * filled + "▱" * (cells - filled)
@@ -73,28 +73,12 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def score_label(hit: Hit, mode: str) -> str:
-    """The score named by what it is ("cosine 0.812", "fused 0.032"), or both scores of a
-    reranked hit ("rerank 4.210 · BM25 11.503"), so one mode's scores are not read as another's."""
-    if hit.rerank_score is None or hit.retriever_score is None:
-        return f"{SCORE_LABELS[mode]} {hit.score:.3f}"
-    return f"rerank {hit.rerank_score:.3f} · {SCORE_LABELS[mode]} {hit.retriever_score:.3f}"
-
-
 def result_caption(result: SearchResult) -> str:
     caption = f"{len(result.hits)} best matching documents, best first, by {MODE_LABELS[result.mode]}"
     if result.reranked:
         verb = "was" if result.reranked == 1 else "were"
         caption += f"; the top {plural(result.reranked, 'candidate')} {verb} reranked by the cross-encoder"
     return f"{caption} ({result.timings.total_s * 1000:.0f} ms)."
-
-
-def hit_caption(hit: Hit) -> str:
-    """The line under a hit's title: document id, source file and where the passage sits in it."""
-    return (
-        f"{escape_markdown(hit.doc_id)} · {escape_markdown(hit.source)} · "
-        f"characters {hit.start_char}–{hit.end_char}"
-    )
 
 
 def source_caption(hit: Hit) -> str:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from search import Hit, SearchResult, StageTimings
-from ui.results import hit_caption, plural, result_caption, score_label
+from ui.results import (
+    FAIR_COSINE,
+    STRONG_COSINE,
+    details_line,
+    plural,
+    relevance,
+    relevance_bar,
+    result_caption,
+    source_caption,
+    weak_results_message,
+)
 
 
 def _hit(**fields) -> Hit:
@@ -20,16 +30,34 @@ def _hit(**fields) -> Hit:
         ("$x$ <b>", "a_b_c", "\\$x\\$ \\<b\\>", "a\\_b\\_c"),
     ],
 )
-def test_hit_caption_escapes_doc_id_and_source(doc_id: str, source: str, shown_id: str, shown_source: str) -> None:
-    caption = hit_caption(_hit(doc_id=doc_id, source=source, start_char=3, end_char=40))
-    assert caption == f"{shown_id} · {shown_source} · characters 3–40"
+def test_source_caption_escapes_doc_id_and_source(doc_id: str, source: str, shown_id: str, shown_source: str) -> None:
+    assert source_caption(_hit(doc_id=doc_id, source=source)) == f"{shown_id} · {shown_source}"
+    assert source_caption(_hit(doc_id="a.txt", source="a.txt")) == "a\\.txt", "not named twice"
 
 
-def test_score_label_names_the_score_and_shows_both_when_reranked() -> None:
-    assert score_label(_hit(score=0.8123), "dense") == "cosine 0.812"
-    assert score_label(_hit(score=0.0328), "hybrid") == "fused 0.033"
-    reranked = _hit(score=4.21, rerank_score=4.21, retriever_score=11.5031)
-    assert score_label(reranked, "bm25") == "rerank 4.210 · BM25 11.503"
+def test_relevance_labels_are_cut_at_the_calibrated_cosines() -> None:
+    assert relevance(STRONG_COSINE).label == "strong match"
+    assert relevance(STRONG_COSINE - 0.01).label == "fair match"
+    assert relevance(FAIR_COSINE).label == "fair match"
+    assert relevance(FAIR_COSINE - 0.01).label == "weak match"
+    assert relevance(0.9).badge == f":green-badge[strong match {relevance_bar(0.9)}]"
+    assert (relevance_bar(FAIR_COSINE), relevance_bar(STRONG_COSINE)) == ("▰▰▱▱▱", "▰▰▰▱▱")
+    assert (relevance_bar(-0.2), relevance_bar(1.0)) == ("▱▱▱▱▱", "▰▰▰▰▰")
+
+
+def test_weak_results_message_only_when_the_best_hit_is_weak() -> None:
+    assert weak_results_message(relevance(0.7)) is None
+    message = weak_results_message(relevance(0.12))
+    assert message.startswith("None of these passages matches the query well: the best has cosine "
+                              "similarity 0.12")
+
+
+def test_details_line_names_every_raw_score() -> None:
+    reranked = _hit(score=4.21, rerank_score=4.21, retriever_score=0.0328, start_char=3, end_char=40)
+    assert details_line(reranked, "hybrid", relevance(0.5)) == (
+        "cosine 0.500 · fused 0.033 · rerank 4.210 · characters 3–40 of the document")
+    dense = _hit(score=0.61, retriever_score=0.61, start_char=0, end_char=9)
+    assert details_line(dense, "dense", relevance(0.61)) == "cosine 0.610 · characters 0–9 of the document"
 
 
 def test_result_caption_says_mode_reranking_and_time() -> None:
