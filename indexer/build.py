@@ -314,14 +314,14 @@ def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document
                     _count(report, changes)
                     bar = tqdm(total=total, unit="passage", desc="embedding", dynamic_ncols=True,
                                disable=not config.show_progress or not total)
-                elif bar is not None:
-                    bar.total = total
                     if config.ray is not None:  # one Ray pipeline for every chunk: see ray_embed.py
                         from indexer.ray_embed import RayStream
 
                         embed_step = RayStream(config.ray, meta.model, embedding_inputs(
                             changes.to_embed, [spans[d.doc_id] for d in changes.to_embed], model,
                             config.embed_titles))
+                elif bar is not None:
+                    bar.total = total
                 chunk = next_chunk(changes, spans, chunk_size)
                 docs = chunk.to_embed
                 chunk_spans = [spans[d.doc_id] for d in docs]

@@ -59,7 +59,17 @@ def _assert_same_index(local: Path, on_ray: Path, model: str) -> None:
     assert_consistent(on_ray)
 
 
-def test_ray_local_build_and_update_match_single_process(tiny_model: str, tmp_path: Path) -> None:
+def test_ray_local_build_and_update_match_single_process(tiny_model: str, tmp_path: Path, monkeypatch) -> None:
+    from indexer import ray_embed
+
+    served = []  # passages Ray actually embedded: the single-process path must not stand in for it
+    original_call = ray_embed.RayStream.__call__
+
+    def counting_call(self, model, texts, *args, **kwargs):
+        served.append(len(texts))
+        return original_call(self, model, texts, *args, **kwargs)
+
+    monkeypatch.setattr(ray_embed.RayStream, "__call__", counting_call)
     source = _corpus(tmp_path / "docs", 24, seed=0)
     # Short passages and small commits: several commits, each taking its slice of one Ray stream.
     options = {"passage_tokens": 24, "overlap_tokens": 4, "commit_passages": 40}
@@ -67,6 +77,7 @@ def test_ray_local_build_and_update_match_single_process(tiny_model: str, tmp_pa
     single = build_index(config(source, local, tiny_model, **options))
     report = build_index(config(source, on_ray, tiny_model, ray="local", **options))
     assert report.passages_embedded == single.passages_embedded > 2 * 40 and report.commits > 2
+    assert sum(served) == report.passages_embedded and len(served) == report.commits
     _assert_same_index(local, on_ray, tiny_model)
 
     # Incremental: one document changed, one added, one removed; both builds take the same plan.
@@ -74,9 +85,11 @@ def test_ray_local_build_and_update_match_single_process(tiny_model: str, tmp_pa
     (source / "new.txt").write_text("Bread dough rises in a warm oven near the river.")
     (source / "doc05.txt").unlink()
     single = build_index(config(source, local, tiny_model, **options))
+    served.clear()
     report = build_index(config(source, on_ray, tiny_model, ray="local", **options))
     assert (report.documents_added, report.documents_updated, report.documents_removed) == (1, 1, 1)
     assert report.passages_embedded == single.passages_embedded
+    assert sum(served) == report.passages_embedded > 0, "the update was embedded on Ray too"
     _assert_same_index(local, on_ray, tiny_model)
     assert build_index(config(source, on_ray, tiny_model, ray="local", **options)).passages_embedded == 0
 
