@@ -14,9 +14,10 @@ class Hit:
     """One result: the document, its best passage and where that passage sits in it.
 
     `score` is what the hits are ordered by: the reranker's score when they were
-    reranked, else the retriever's. `retriever_score` (cosine, BM25 or fused
-    reciprocal-rank score, by mode) and `rerank_score` keep both, so a UI can
-    show why a reranked hit moved.
+    reranked, else the retriever's. `retriever_score` (cosine, BM25, or the
+    fused score of the hybrid's fusion method, by mode; a z-score may be
+    negative) and `rerank_score` keep both, so a UI can show why a reranked
+    hit moved.
     """
 
     doc_id: str
