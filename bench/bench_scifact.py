@@ -32,7 +32,7 @@ from search.metrics import evaluate_rankings, percentile_ms
 MODES = (
     ("bm25", "this pipeline, `--mode bm25`: passages, best passage per doc", "0.665 (BEIR, Elasticsearch)"),
     ("dense", "this pipeline, `--mode dense`: all-MiniLM-L6-v2, best passage per doc", "0.645 (SBERT/BEIR)"),
-    ("hybrid", "this pipeline, `--mode hybrid`: RRF (k=60) of the two over passages", "—"),
+    ("hybrid", "this pipeline, `--mode hybrid`: the default fusion of the two over passages (z-score, dense share 0.4)", "—"),
 )
 RERANK_CANDIDATES = 50
 RERANKED = (
