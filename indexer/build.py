@@ -53,11 +53,21 @@ MAX_ISSUES_SHOWN = 5
 PROGRESS_SECONDS = 2.0
 FIRST_PROGRESS_STEP = 8
 MAX_PROGRESS_STEP = 4096
-# The first commit of a build holds this many passages, each next one twice as many, up to
-# `IndexConfig.commit_passages`: a search sees the first documents within seconds, and as
-# every commit rewrites the whole BM25 and vector files, growing chunks keep that cost
-# within a few times the cost of one commit.
+# The first commit of a build holds this many passages, each next one twice as many (see
+# `next_commit_size`): a search sees the first documents within seconds.
 FIRST_COMMIT_PASSAGES = 16
+
+
+def next_commit_size(current: int, stored_passages: int, cap: int) -> int:
+    """Passages in the next commit: twice the last, up to `cap`, or up to a quarter of what the
+    index already holds when that is more.
+
+    Every commit rewrites the vector file and BM25 over all stored passages, so a fixed cap
+    made a large build quadratic (a million passages in 4096-passage commits is some 250
+    rewrites of a growing index). Commits that grow with the index keep the total rewrite
+    cost within a few times one final write, and an interruption still loses one commit.
+    """
+    return min(2 * current, max(cap, stored_passages // 4))
 
 
 def title_token_budget(model_max: int) -> int:
@@ -339,7 +349,7 @@ def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document
             if len(docs) == len(changes.to_embed):
                 return
             rebuild, first = False, False
-            chunk_size = min(2 * chunk_size, config.commit_passages)
+            chunk_size = next_commit_size(chunk_size, result.passages, config.commit_passages)
     finally:
         if bar is not None:
             bar.close()

@@ -35,8 +35,10 @@ class IndexConfig:
     csv_text_column: str = "text"
     show_progress: bool = True
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS
-    # The most passages one atomic commit holds; a build commits in growing chunks up to it,
-    # so an interrupted build keeps its finished chunks and a rerun resumes after them.
+    # The most passages one atomic commit holds while the index is small; a build commits in
+    # growing chunks up to it (beyond it, up to a quarter of the index: see
+    # `build.next_commit_size`), so an interrupted build keeps its finished chunks and a rerun
+    # resumes after them.
     commit_passages: int = 4096
     # None: embed in this process. "local": start a Ray on this machine for the build; else
     # the address of a running Ray cluster ("auto", "HOST:6379", "ray://HOST:10001").

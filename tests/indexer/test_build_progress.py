@@ -8,7 +8,7 @@ import pytest
 import indexer.build as build_module
 from indexer import BuildInterrupted, Index, IndexConfig, build_index
 from indexer.__main__ import main as cli_main
-from indexer.build import embed, next_chunk
+from indexer.build import embed, next_chunk, next_commit_size
 from indexer.documents import Document, PassageSpan
 from indexer.plan import plan
 
@@ -138,3 +138,18 @@ def test_only_what_the_next_commit_takes_is_cut_into_passages_before_it(tiny_mod
     assert estimated_passages(docs, spans) == per_doc * len(docs), "the rest is estimated by characters"
     chunk_ahead(spans, docs, None, model, meta)
     assert len(spans) == len(docs)
+
+
+def test_commit_sizes_grow_with_the_index_so_a_large_build_stays_linear() -> None:
+    """Each commit rewrites files over every stored passage: a fixed 4096 cap would take ~245
+    commits and ~125M passages of rewriting for a 1M-passage build."""
+    sizes, stored, rewritten, size = [], 0, 0, 16
+    while stored < 1_000_000:
+        sizes.append(size)
+        stored += size
+        rewritten += stored  # the commit writes the vectors and BM25 of everything stored
+        size = next_commit_size(size, stored, 4096)
+    assert sizes[:9] == [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "small first commits"
+    assert len(sizes) <= 30 and rewritten < 5 * stored
+    assert next_commit_size(4096, 10_000, 4096) == 4096, "the cap holds while the index is small"
+
