@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-from sentence_transformers.util import dot_score, paraphrase_mining_embeddings
 
 from indexer.embedding import encode_texts, load_bi_encoder
 
@@ -83,6 +81,11 @@ def top_pairs_from_embeddings(emb: np.ndarray, k: int, block_rows: int = _BLOCK_
     A pair among the k best is among the k best neighbours of each of its sentences,
     so mining each sentence's top k neighbours (`top_k=k`) finds all of them.
     """
+    # Imported here: `import search` (a BM25-only search, the app's first page) must not pay
+    # for torch and sentence-transformers, several seconds on a small CPU.
+    import torch
+    from sentence_transformers.util import dot_score, paraphrase_mining_embeddings
+
     mined = paraphrase_mining_embeddings(
         torch.from_numpy(np.ascontiguousarray(emb)), query_chunk_size=block_rows, max_pairs=k, top_k=k,
         score_function=dot_score,
