@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.model_spec import ModelSpec, default_model_path  # noqa: F401  (re-exported)
+from indexer.model_spec import ModelSpec
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -29,7 +29,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import BertConfig, BertModel, BertTokenizer
 
-    from indexer.embedding import default_model_path
+    from indexer.model_spec import default_model_path
 
     torch.manual_seed(0)
     bert_dir = tmp_path_factory.mktemp("tiny_bert")

@@ -67,7 +67,7 @@ def make_tiny_model(out: Path, seed: int, hidden: int = 32) -> Path:
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import BertConfig, BertModel, BertTokenizer
 
-    from indexer.embedding import default_model_path
+    from indexer.model_spec import default_model_path
 
     torch.manual_seed(seed)
     bert_dir = out.parent / f"{out.name}_bert"

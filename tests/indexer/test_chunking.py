@@ -4,7 +4,7 @@ import pytest
 
 from indexer.chunking import split_into_passages
 from indexer.documents import PassageSpan
-from indexer.embedding import default_model_path
+from indexer.model_spec import default_model_path
 
 
 @pytest.fixture(scope="module")

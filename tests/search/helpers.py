@@ -22,7 +22,7 @@ def build_tiny_cross_encoder(folder: Path, initializer_range: float = 0.02) -> s
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
-    from indexer.embedding import default_model_path
+    from indexer.model_spec import default_model_path
 
     torch.manual_seed(0)
     tokenizer = BertTokenizer.from_pretrained(str(default_model_path()))
