@@ -5,6 +5,9 @@ turns their errors into messages. Run with `make run`, or
 `streamlit run app.py` with SEMSEARCH_INDEX naming the index folder, and
 optionally SEMSEARCH_RERANKER naming a CrossEncoder folder to rerank with (default: the
 reranker shipped in models/reranker; "none" turns reranking off).
+The bi-encoder loads in the background (SEMSEARCH_MODEL_LOADING=eager waits for it
+instead): until it is ready, searches answer with BM25 and say so, then switch by themselves.
+A reranker that starts off loads in the background too.
 A link such as `/?q=how+do+I+open+a+file&mode=hybrid` opens the search page
 with that query and retrieval mode. With SEMSEARCH_BUILD_SOURCE set (`make run`
 sets it to the demo corpus until the demo index is complete), the app indexes
@@ -45,8 +48,17 @@ from search import (
     top_pairs,
 )
 from search.fusion import FUSIONS
-from search.rerank import NO_RERANKER, RerankerChoice, resolve_reranker
+from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
+from search.searcher import ModelLoad
 from ui.background_build import BackgroundBuild, BuildStatus
+from ui.csv_columns import (
+    CsvMapping,
+    csv_columns,
+    is_csv,
+    mapping_problem,
+    needs_mapping,
+    suggest_mapping,
+)
 from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
 from ui.results import (
     MODE_LABELS,
@@ -73,6 +85,9 @@ DEFAULT_MODE = SearchConfig().mode
 FUSION_LABELS = {"rrf": "reciprocal rank", "minmax": "scores, min-max scaled",
                  "zscore": "scores, z-scaled"}
 BUILD_POLL_SECONDS = 2.0
+MODEL_POLL_SECONDS = 1.0
+# The "none" choice for a CSV's title or id column (a column without a name is never offered).
+NO_COLUMN = ""
 EXAMPLE_QUERY = "how do I open a file"
 EXAMPLE_PAIR = ("How do I read a file line by line?", "Iterate over the lines of a text file.")
 EXAMPLE_SENTENCES = """\
@@ -107,19 +122,42 @@ def reranker_choice() -> RerankerChoice:
     return resolve_reranker(None, reranker_setting())
 
 
+def model_loading() -> str:
+    """SEMSEARCH_MODEL_LOADING: "background" (the default), or "eager" to wait for the bi-encoder
+    before the first answer, so every search runs in the mode asked."""
+    return os.environ.get("SEMSEARCH_MODEL_LOADING", "").strip().lower() or "background"
+
+
+class BackgroundReranker:
+    """A cross-encoder loading in a thread: it imports torch, seconds on a small CPU, which the
+    first searches should not wait for when reranking starts off. A search that reranks waits."""
+
+    def __init__(self, choice: RerankerChoice) -> None:
+        self._model = ModelLoad(choice.load, "background")
+
+    def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+        return self._model.get().rerank(query, hits)  # type: ignore[attr-defined]
+
+
 @st.cache_resource(show_spinner="Loading the index and the models…")
-def load_searcher(folder: str, reranker: str | None) -> Searcher:
+def load_searcher(folder: str, reranker: str | None, loading: str) -> Searcher:
     """One Searcher (and so one model and one copy of the vectors) per index folder per process.
 
     It offers the reranker even when it starts off, so the toggle can turn it on.
     A failed load raises and is not cached, so building the index and reloading
     the page is enough. The Searcher itself loads builds that commit later.
     """
-    return Searcher(folder, reranker=resolve_reranker(None, reranker).load())
+    choice = resolve_reranker(None, reranker)
+    offered: Reranker | None
+    if loading == "background" and choice.path is not None and not choice.enabled:
+        offered = BackgroundReranker(choice)
+    else:  # reranking from the first search on: its errors show at once
+        offered = choice.load()
+    return Searcher(folder, reranker=offered, model_loading=loading)
 
 
 def searcher_for(folder: Path) -> Searcher:
-    return load_searcher(str(folder), reranker_setting())
+    return load_searcher(str(folder), reranker_setting(), model_loading())
 
 
 @st.cache_resource(show_spinner=False)
@@ -223,9 +261,11 @@ def upload_section(folder: Path) -> None:
         key="uploads",
         help="Any text file (.txt, .md, .rst, a README, .gz of one) becomes one document; each "
         ".jsonl line and .csv row is one, and needs a `text` field (and may have `id` and "
-        "`title`; a .csv names its columns in its first row).",
+        "`title`). A .csv names its columns in its first row; one without a `text` column asks "
+        "which of its columns holds the text.",
     )
-    if sidebar.button("Index these files", disabled=not files, key="index_uploads"):
+    mappings, mapped = csv_mapping_controls(files or [])
+    if sidebar.button("Index these files", disabled=not files or not mapped, key="index_uploads"):
         bar = sidebar.progress(0.0, text="Reading files…")
 
         def on_progress(done: int, total: int) -> None:
@@ -234,7 +274,8 @@ def upload_section(folder: Path) -> None:
             )
 
         try:
-            result = index_uploads([(f.name, f.getvalue()) for f in files], folder, on_progress)
+            result = index_uploads([(f.name, f.getvalue()) for f in files], folder, on_progress,
+                                   csv_mappings=mappings)
         except (IndexerError, ValueError) as err:
             bar.empty()
             st.session_state.upload_result = None
@@ -256,6 +297,55 @@ def upload_section(folder: Path) -> None:
             sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
 
 
+def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
+    """For each uploaded CSV without a `text` column, its columns and which of them hold the text,
+    the title and the id, preselected by a guess. Returns the mappings by file name, and whether
+    every one fits its file (else its box says what the file needs). Each CSV has its own."""
+    mappings: dict[str, CsvMapping] = {}
+    fits = True
+    latest = {upload.name: upload for upload in files}  # the one saved when two share a name
+    for upload in latest.values():
+        if not is_csv(upload.name):
+            continue
+        data = upload.getvalue()
+        columns = csv_columns(data)
+        names = [c for c in dict.fromkeys(columns or []) if c]
+        if columns is None or not needs_mapping(columns) or not names:
+            continue  # nothing to choose: the build reads it as it is, or says why it cannot
+        guess = suggest_mapping(data, columns)
+        box = st.sidebar.container(border=True)
+        box.markdown(
+            f"**{escape_markdown(upload.name)}** has no `text` column. Choose which of its columns "
+            f"({', '.join(escape_markdown(n) for n in names)}) holds each document's text; the "
+            "others become metadata."
+        )
+        optional = [NO_COLUMN, *names]
+        text = box.selectbox("Text (required)", names, index=names.index(guess.text),
+                             key=f"csv_text:{upload.name}")
+        title = box.selectbox("Title", optional, index=optional.index(guess.title or NO_COLUMN),
+                              format_func=column_label, key=f"csv_title:{upload.name}")
+        doc_id = box.selectbox("Id", optional, index=optional.index(guess.id or NO_COLUMN),
+                               format_func=column_label, key=f"csv_id:{upload.name}",
+                               help="None: each row is named by the file and its line.")
+        try:
+            mapping = CsvMapping(text=text, title=title or None, id=doc_id or None)
+        except ValueError as err:
+            box.error(str(err))
+            fits = False
+            continue
+        problem = mapping_problem(data, mapping, upload.name)
+        if problem:
+            box.error(problem)
+            fits = False
+            continue
+        mappings[upload.name] = mapping
+    return mappings, fits
+
+
+def column_label(column: str) -> str:
+    return "none" if column == NO_COLUMN else column
+
+
 # --- Search page --------------------------------------------------------------------------------
 
 
@@ -271,19 +361,24 @@ def show_stats(area, stats: IndexStats) -> None:
     )
     area.caption(
         f"Model **{escape_markdown(stats.model_label)}** ({stats.dimension} dimensions) · "
+        f"vector index {stats.vector_index} · "
         f"built {stats.built_at:%Y-%m-%d %H:%M} UTC"
     )
 
 
-def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance) -> None:
+def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None) -> None:
+    """One hit; `match` is None while the model that scores relevance is loading."""
     with st.container(border=True):
         title = escape_markdown(hit.title or hit.doc_id)
-        st.markdown(f"**{rank}. {title}** &nbsp; {match.badge}",
-                    help=f"Cosine similarity {match.cosine:.2f} between the query and this passage. "
-                    "Strong, fair and weak are cut where relevant passages of a test collection "
-                    "score (see BENCHMARKS.md), the same in every mode.")
+        if match is None:
+            st.markdown(f"**{rank}. {title}**")
+        else:
+            st.markdown(f"**{rank}. {title}** &nbsp; {match.badge}",
+                        help=f"Cosine similarity {match.cosine:.2f} between the query and this "
+                        "passage. Strong, fair and weak are cut where relevant passages of a test "
+                        "collection score (see BENCHMARKS.md), the same in every mode.")
         st.caption(source_caption(hit))
-        st.markdown(snippet_markdown(hit.text, query))
+        st.markdown(snippet_markdown(hit.text, query, title=hit.title))
         with st.expander("Full passage and scores"):
             st.caption(details_line(hit, mode, match))
             st.markdown(passage_markdown(hit.text, query))
@@ -375,22 +470,37 @@ def search_page(folder: Path) -> None:
         )
         return
     st.caption(result_caption(result))
-    matches = [relevance(c) for c in passage_cosines(searcher, query, result)]
-    weak = weak_results_message(max(matches, key=lambda m: m.cosine))
-    if weak:
-        st.warning(weak)
+    cosines = passage_cosines(searcher, query, result)
+    matches: list[Relevance | None] = [None] * len(result.hits)
+    if cosines is not None:
+        matches = [relevance(c) for c in cosines]
+        weak = weak_results_message(max(matches, key=lambda m: m.cosine))
+        if weak:
+            st.warning(weak)
+    else:
+        rerun_when_model_loads(searcher)
     for rank, (hit, match) in enumerate(zip(result.hits, matches, strict=True), start=1):
         show_hit(rank, hit, query, result.mode, match)
 
 
-def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> list[float]:
-    """Each hit's cosine with the query under the index's model: one scale in every mode.
+@st.fragment(run_every=MODEL_POLL_SECONDS)
+def rerun_when_model_loads(searcher: Searcher) -> None:
+    """Search again, in the mode asked, as soon as the model has loaded."""
+    if not searcher.model_loading:
+        st.rerun()
+
+
+def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> list[float] | None:
+    """Each hit's cosine with the query under the index's model: one scale in every mode; None
+    while the model loads in the background, which the BM25 answer meanwhile does not wait for.
 
     Dense hits carry it as their retriever score; for the others the passages are encoded
     again as the indexer encoded them (`passage_text`), k short texts per search.
     """
     if result.mode == "dense":
         return [h.retriever_score if h.retriever_score is not None else h.score for h in result.hits]
+    if searcher.model_loading:
+        return None
     texts = [passage_text(h.title, h.text) for h in result.hits]
     return [float(c) for c in similarity_matrix([query], texts, model=searcher.model)[0]]
 
@@ -437,8 +547,13 @@ def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool,
         except (IndexerError, SearchError, ValueError) as err:
             st.error(f"The search failed. {err}")
             return None
+        except OSError as err:  # a reranker loaded in the background (BackgroundReranker)
+            st.error(f"The reranker ({reranker_setting() or 'models/reranker'}) cannot be loaded. "
+                     f"{err} Set SEMSEARCH_RERANKER=none to search without it.")
+            return None
     if result.fallback_reason is not None:
-        st.warning(result.fallback_reason)
+        # BM25 stands in only while the model loads, a passing state; dense for a missing BM25 index.
+        (st.info if result.mode == "bm25" else st.warning)(result.fallback_reason)
     for warning in caught:
         if issubclass(warning.category, QueryTruncatedWarning):
             st.warning(str(warning.message))

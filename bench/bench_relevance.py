@@ -334,9 +334,13 @@ def main(argv: list[str] | None = None) -> int:
         ("BM25", shipped, {"mode": "bm25"}, False),
         ("dense", shipped, {"mode": "dense"}, False),
         ("RRF (k=60)", shipped, {"mode": "hybrid", "fusion": "rrf", "fusion_weight": 0.5}, False),
-        (f"convex {best_convex.fusion} w={best_convex.weight:g} (second {shipped.second_passage_weight:g})", shipped,
-         {"mode": "hybrid", "fusion": best_convex.fusion, "fusion_weight": best_convex.weight}, False),
     ]
+    if (best_convex.fusion, best_convex.weight) != (shipped.fusion, shipped.fusion_weight):
+        # the best convex combination on dev, when it is not the default itself (else one row twice)
+        systems.append((f"convex {best_convex.fusion} w={best_convex.weight:g} (second "
+                        f"{shipped.second_passage_weight:g})", shipped,
+                        {"mode": "hybrid", "fusion": best_convex.fusion, "fusion_weight": best_convex.weight},
+                        False))
     if dev_choice != shipped:
         systems.append((f"dev choice ({chosen.label()})", dev_choice, {}, False))
     systems.append(("**default** (`SearchConfig()`)", shipped, {}, False))

@@ -4,7 +4,7 @@
 """
 
 from indexer.bm25_store import bm25_terms
-from indexer.build import BuildReport, RepairReport, build_index, repair_index
+from indexer.build import BuildReport, build_index
 from indexer.config import IndexConfig
 from indexer.errors import (
     BadInputError,
@@ -18,6 +18,7 @@ from indexer.errors import (
 from indexer.index import Index, IndexSnapshot, IndexStats, PassageRecord
 from indexer.model_spec import ModelSpec
 from indexer.passage_text import passage_text
+from indexer.repair import RepairReport, repair_index
 
 __all__ = [
     "BadInputError",

@@ -1,17 +1,23 @@
-"""CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict] [--ray local|ADDRESS]`
+"""CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict]
+[--ray local|ADDRESS] [--vector-index auto|flat|ivf|hnsw|ivfpq ...] [--embeddings FILE]`
 and `python -m indexer repair --index DIR [--reembed]` (rebuilds damaged vectors or BM25 from the SQL rows)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
 import sys
 from pathlib import Path
 
-from indexer.build import build_index, repair_index
+from indexer.ann import KINDS, STORAGES, VectorIndexConfig
+from indexer.build import build_index
 from indexer.config import IndexConfig
 from indexer.documents import DEFAULT_MAX_DOCUMENT_CHARS
 from indexer.errors import IndexerError
+from indexer.index import Index
+from indexer.repair import repair_index
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -38,6 +44,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     build.add_argument("--ray", metavar="local|ADDRESS", default=None,
                        help="embed on Ray: 'local' starts one on this machine, else a cluster address "
                             "(auto, HOST:6379, ray://HOST:10001); everything else runs here as usual")
+    ann = build.add_argument_group("vector index (default: the index's own type, auto for a new one)")
+    ann.add_argument("--vector-index", choices=KINDS, default=None,
+                     help="auto: exact below a measured size, IVF above it")
+    ann.add_argument("--vector-storage", choices=STORAGES, default=None,
+                     help="float32, float16 or sq8 (8-bit); auto: sq8 for an auto-chosen IVF")
+    ann.add_argument("--nlist", type=int, default=None, help="IVF cells (default: about 4*sqrt(n))")
+    ann.add_argument("--hnsw-m", type=int, default=None, help="HNSW links per node (default 32)")
+    ann.add_argument("--pq-m", type=int, default=None, help="IVF-PQ bytes per vector (default dim/8)")
+    ann.add_argument("--target-recall", type=float, default=None,
+                     help="recall@10 against exact search that nprobe/efSearch must reach (default 0.95)")
+    build.add_argument("--embeddings", type=Path, default=None,
+                       help="vectors computed elsewhere (.parquet, .npy/.npz, .jsonl; one per document): "
+                            "nothing is embedded; --model declares the model that made them")
+    build.add_argument("--normalize-embeddings", action="store_true",
+                       help="scale --embeddings vectors to unit length instead of refusing them")
+    stats = sub.add_parser("stats", help="what an index holds: counts, model, vector index and its recall")
+    stats.add_argument("--index", type=Path, required=True, help="index folder")
+    stats.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
+    stats.add_argument("--json", action="store_true", help="one JSON object")
     repair = sub.add_parser("repair", help="rebuild damaged vectors or BM25 from the stored rows")
     repair.add_argument("--index", type=Path, required=True, help="index folder")
     repair.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
@@ -66,13 +91,46 @@ def config_from_args(args: argparse.Namespace) -> IndexConfig:
         show_progress=not args.quiet,
         max_document_chars=args.max_document_chars,
         ray=args.ray,
+        vector_index=vector_index_from_args(args),
+        embeddings=args.embeddings,
+        normalize_embeddings=args.normalize_embeddings,
     )
+
+
+def vector_index_from_args(args: argparse.Namespace) -> VectorIndexConfig | None:
+    """The index type the flags ask for; None when no flag names one (the index keeps its own)."""
+    given = {name: getattr(args, name) for name in
+             ("vector_index", "vector_storage", "nlist", "hnsw_m", "pq_m", "target_recall")}
+    if all(value is None for value in given.values()):
+        return None
+    fields = dict(kind=given.pop("vector_index") or "auto", storage=given.pop("vector_storage") or "auto")
+    fields.update({name: value for name, value in given.items() if value is not None})
+    return VectorIndexConfig(**fields)
+
+
+def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
+    """The committed build's figures, one per line (or as JSON); reads no model."""
+    with Index.open(index_dir, db_url, use_gpu=False) as index:
+        stats = index.stats()
+    if as_json:
+        return json.dumps(dataclasses.asdict(stats), default=str)
+    rows = [
+        ("documents", f"{stats.documents:,}"), ("passages", f"{stats.passages:,}"),
+        ("model", f"{stats.model_label} ({stats.dimension} dimensions)"),
+        ("vector index", stats.vector_index), ("recall@10 vs exact", f"{stats.recall_at_10:.3f}"),
+        ("delta segments", f"{stats.delta_segments} ({stats.deleted_pending} deleted passages pending)"),
+        ("build", f"{stats.build_id}, {stats.built_at:%Y-%m-%d %H:%M} UTC, {stats.build_seconds:.1f} s"),
+    ]
+    return "\n".join(f"{name:>20}: {value}" for name, value in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     try:
+        if args.command == "stats":
+            print(stats_text(args.index, args.db, args.json))
+            return 0
         if args.command == "repair":
             report = repair_index(args.index, args.db, reembed=args.reembed, show_progress=not args.quiet)
         else:

@@ -7,11 +7,16 @@ the Snowball English stemmer from PyStemmer. The indexer feeds it
 `title + " " + passage text`, so a title word matches every passage of its
 document, as in BEIR's Elasticsearch baseline.
 
-bm25s cannot add or remove documents from a built index, so the indexer
-rebuilds it from all passages whenever they change. That is cheap: SciFact's
-10,342 passages take about 1.7 s (1.1 s to tokenise, 0.6 s to index) on a
-2-core CPU shared with other jobs, next to minutes for embedding them. Like
-the FAISS module, this one never imports SQLAlchemy: it takes ids and texts.
+bm25s cannot add or remove documents from a built index. A small index is
+rebuilt from all passages whenever they change (SciFact's 10,342 passages take
+about 1.7 s). A large one takes its additions as *delta segments*
+(`BM25Store.build_delta`), scored with the collection statistics of the base
+segment (its document count, mean length and document frequencies, frozen at
+its build), as Lucene scores a segment with statistics that are not its own:
+every segment then scores a passage as one BM25 over the whole collection
+would, with statistics as of the last full build. `indexer.segments` decides
+when the drift is large enough to rebuild. Like the FAISS module, this one
+never imports SQLAlchemy: it takes ids and texts.
 """
 
 from __future__ import annotations
@@ -22,11 +27,18 @@ import os
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
+import scipy.sparse as sp
 import Stemmer
+from bm25s.scoring import (
+    _build_scores_and_indices_for_matrix,
+    _calculate_doc_freqs,
+    _score_idf_lucene,
+)
 
 # bm25s sets its own logger to DEBUG at import, which would print a line per build in
 # every CLI that configures logging; its messages are progress notes, not warnings.
@@ -39,7 +51,59 @@ STOPWORDS = "en"
 STEMMER_LANGUAGE = "english"
 IDS_FILE = "passage_ids.npy"
 META_FILE = "semsearch_bm25.json"
+VOCAB_FILE = "vocab.index.json"  # bm25s's names for its vocabulary and CSC column pointers
+INDPTR_FILE = "indptr.csc.index.npy"
 FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BM25Stats:
+    """The collection statistics a base segment was scored with; delta segments reuse them."""
+
+    n_docs: int
+    avg_doc_len: float
+    vocab: dict[str, int]  # term -> column of `df`
+    df: np.ndarray  # documents holding each term
+
+    def idf(self, term: str) -> float | None:
+        column = self.vocab.get(term)
+        if column is None or column >= len(self.df) or not self.df[column]:
+            return None
+        return _score_idf_lucene(int(self.df[column]), self.n_docs)
+
+
+class _FrozenStatsBM25(bm25s.BM25):
+    """bm25s's Lucene BM25 with collection statistics given instead of measured on the corpus.
+
+    bm25s documents `build_index_from_ids` as the step to override for building
+    an index another way; this one uses bm25s's own document-frequency and
+    scoring functions, with the base segment's idf and mean length.
+    """
+
+    def __init__(self, stats: BM25Stats, vocab: dict[str, int]) -> None:
+        super().__init__(k1=K1, b=B, method=METHOD)
+        self._stats = stats
+        self._vocab = vocab
+
+    def build_index_from_ids(self, unique_token_ids, corpus_token_ids, show_progress=True,
+                             leave_progress=False):
+        self.nonoccurrence_array = None  # Lucene BM25 has none
+        n_docs, n_vocab = len(corpus_token_ids), len(unique_token_ids)
+        doc_frequencies = _calculate_doc_freqs(corpus_token_ids, unique_token_ids, show_progress=False)
+        idf = np.zeros(n_vocab, dtype=self.dtype)
+        for term, column in self._vocab.items():
+            df = doc_frequencies.get(column, 0)
+            if df:  # a term the base lacks gets its idf from this segment's count
+                base = self._stats.idf(term)
+                idf[column] = base if base is not None else _score_idf_lucene(df, self._stats.n_docs + n_docs)
+        flat, rows, columns = _build_scores_and_indices_for_matrix(
+            corpus_token_ids=corpus_token_ids, idf_array=idf, avg_doc_len=self._stats.avg_doc_len,
+            doc_frequencies=doc_frequencies, k1=self.k1, b=self.b, delta=self.delta,
+            nonoccurrence_array=None, method=self.method, dtype=self.dtype,
+            int_dtype=self.int_dtype, show_progress=False)
+        matrix = sp.csc_matrix((flat, (rows, columns)), shape=(n_docs, n_vocab), dtype=self.dtype)
+        return {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
+                "num_docs": n_docs}
 
 
 class BM25Store:
@@ -48,9 +112,12 @@ class BM25Store:
     An empty store (no passages) keeps no bm25s index, since bm25s cannot build one.
     """
 
-    def __init__(self, ids: np.ndarray, index: bm25s.BM25 | None) -> None:
+    def __init__(self, ids: np.ndarray, index: bm25s.BM25 | None, avg_doc_len: float | None = None,
+                 frozen_from: str | None = None) -> None:
         self._ids = np.ascontiguousarray(ids, dtype=np.int64)
         self._index = index
+        self.avg_doc_len = avg_doc_len  # None in folders written before delta segments existed
+        self.frozen_from = frozen_from  # a delta: the base folder whose statistics it was scored with
         self._stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
         # PyStemmer objects are not thread-safe, and Streamlit serves sessions from threads.
         self._stemmer_lock = threading.Lock()
@@ -68,7 +135,35 @@ class BM25Store:
             index = bm25s.BM25(k1=K1, b=B, method=METHOD)
             index.index(tokens, show_progress=False)
             store._index = index
+            store.avg_doc_len = float(np.mean([len(doc) for doc in tokens.ids]))
         return store
+
+    @classmethod
+    def build_delta(cls, ids: Sequence[int] | np.ndarray, texts: Sequence[str], stats: BM25Stats,
+                    frozen_from: str) -> BM25Store:
+        """A delta segment over `texts`, scored with the base segment's `stats` (see the module doc)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} ids for {len(texts)} texts.")
+        store = cls(ids, None, stats.avg_doc_len, frozen_from)
+        if len(ids):
+            tokens = store._tokenize(list(texts), return_ids=True)
+            index = _FrozenStatsBM25(stats, tokens.vocab)
+            index.index(tokens, show_progress=False)
+            store._index = index
+        return store
+
+    @staticmethod
+    def stats_of(path: Path | str) -> BM25Stats | None:
+        """The statistics of the base folder at `path`, read without loading its scores; None for
+        a folder that predates them or holds no passages (the caller then rebuilds in full)."""
+        path = Path(path)
+        meta = json.loads((path / META_FILE).read_text())
+        if meta.get("avg_doc_len") is None or not meta.get("passages"):
+            return None
+        vocab = json.loads((path / VOCAB_FILE).read_text())
+        df = np.diff(np.load(path / INDPTR_FILE))
+        return BM25Stats(int(meta["passages"]), float(meta["avg_doc_len"]), vocab, df)
 
     @classmethod
     def load(cls, path: Path | str) -> BM25Store:
@@ -86,7 +181,7 @@ class BM25Store:
             )
         ids = np.load(path / IDS_FILE)
         index = bm25s.BM25.load(str(path), show_progress=False) if len(ids) else None
-        return cls(ids, index)
+        return cls(ids, index, meta.get("avg_doc_len"), meta.get("frozen_from"))
 
     @property
     def ntotal(self) -> int:
@@ -105,11 +200,16 @@ class BM25Store:
                 show_progress=False,
             )
 
-    def search(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def rows_of(self, ids: np.ndarray) -> np.ndarray:
+        """A mask over this store's rows: True where the row's passage id is in `ids`."""
+        return np.isin(self._ids, ids)
+
+    def search(self, query: str, n: int, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, ids) of at most n passages sharing a term with `query`, best first.
 
         Passages scoring 0 match no query term and are left out, so a query of
         only stop words or unknown words returns nothing. Ties go to the lower id.
+        `exclude` (a mask from `rows_of`) leaves out deleted passages.
         """
         if self._index is None or n < 1:
             return np.empty(0, dtype=np.float32), np.empty(0, dtype=np.int64)
@@ -118,6 +218,8 @@ class BM25Store:
         if not term_ids:
             return np.empty(0, dtype=np.float32), np.empty(0, dtype=np.int64)
         scores = self._index.get_scores_from_ids(term_ids)
+        if exclude is not None:
+            scores[exclude] = 0
         matched = np.flatnonzero(scores > 0)
         if len(matched) > n:
             matched = matched[np.argpartition(-scores[matched], n - 1)[:n]]
@@ -146,6 +248,8 @@ class BM25Store:
                 "stopwords": STOPWORDS,
                 "stemmer": STEMMER_LANGUAGE,
                 "passages": self.ntotal,
+                "avg_doc_len": self.avg_doc_len,
+                "frozen_from": self.frozen_from,
             }
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             for file in tmp.iterdir():

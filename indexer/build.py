@@ -6,7 +6,7 @@
         spans, vectors = chunk and embed changes.to_embed         # this module
         tx.commit(changes, origin, spans, vectors, meta)
 
-`repair_index` rebuilds an index's derived files (vectors, BM25) from its SQL
+`indexer.repair.repair_index` rebuilds an index's derived files (vectors, BM25) from its SQL
 rows, which hold every passage's text, so a damaged or lost file never needs
 the original source.
 """
@@ -29,17 +29,13 @@ from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.errors import (
     BadInputError,
     BuildInterrupted,
-    IndexMismatchError,
-    IndexNotFoundError,
-    IndexUnreadableError,
 )
-from indexer.faiss_store import VectorStore
 from indexer.index import Index
 from indexer.model_spec import ModelSpec
 from indexer.passage_text import passage_text
 from indexer.plan import Plan, plan
 from indexer.readers import read_documents
-from indexer.records import BuildMeta, repair_command
+from indexer.records import BuildMeta, CommitResult
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +49,9 @@ MAX_ISSUES_SHOWN = 5
 PROGRESS_SECONDS = 2.0
 FIRST_PROGRESS_STEP = 8
 MAX_PROGRESS_STEP = 4096
-# The first commit of a build holds this many passages, each next one twice as many (see
-# `next_commit_size`): a search sees the first documents within seconds.
+# The first commit of a new index's first build holds this many passages, each next one twice as
+# many (see `next_commit_size`): a search sees the first documents within seconds. A build into
+# an index that already answers starts at `commit_passages`: fewer commits, fewer segments.
 FIRST_COMMIT_PASSAGES = 16
 
 
@@ -94,6 +91,19 @@ class BuildReport:
     documents_committed: int = 0
     issues: list[InputIssue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    vector_index: str = ""  # the committed FAISS index, e.g. "IVF1024,SQ8 (nprobe 16, recall@10 0.962)"
+    notes: list[str] = field(default_factory=list)  # merges that retrained or changed the index type
+
+    def add_commit(self, result: CommitResult) -> None:
+        """Count one commit's figures into the report."""
+        self.passages_removed += result.passages_removed
+        self.total_documents = result.documents
+        self.total_passages = result.passages
+        self.bm25_seconds += result.bm25_seconds
+        self.commits += int(result.wrote_files)
+        self.vector_index = result.vector_index or self.vector_index
+        if result.note:
+            self.notes.append(result.note)
 
     @property
     def passages_per_second(self) -> float:
@@ -106,8 +116,9 @@ class BuildReport:
             f"-{self.documents_removed} removed, {self.documents_unchanged} unchanged); "
             f"embedded {self.passages_embedded} passages in {self.seconds:.1f} s "
             f"({self.passages_per_second:.1f} passages/s); BM25 index built in "
-            f"{self.bm25_seconds:.1f} s; {len(self.issues)} input issue(s), "
-            f"{len(self.warnings)} warning(s)"
+            f"{self.bm25_seconds:.1f} s; vector index {self.vector_index or 'unchanged'}; "
+            f"{len(self.issues)} input issue(s), {len(self.warnings)} warning(s)"
+            + "".join(f"\n  note: {note}" for note in self.notes)
         )
 
 
@@ -259,6 +270,46 @@ def next_chunk(changes: Plan, spans: Mapping[str, Sequence[PassageSpan]], passag
     )
 
 
+def _commit_without_model(config: IndexConfig, documents: list[Document], origin: str,
+                          spec: ModelSpec, report: BuildReport, started: float) -> bool:
+    """Commit a plan that embeds nothing (an unchanged source, or removals only) without the
+    bi-encoder, whose import and load cost seconds; True when it did.
+
+    The stored build's settings are the commit's meta, and the commit still verifies the
+    files. Anything else is left to the full build, which loads the model and checks it
+    (False, nothing committed): --rebuild, a first build, another model or changed model
+    files, other chunking settings, or something to embed (planned twice then, which is
+    cheap beside embedding).
+    """
+    if config.rebuild or not config.index_dir.is_dir():
+        return False  # a first build's folder is created only once the model has loaded
+    index = Index.create(config.index_dir, config.db_url)
+    try:
+        if index.manifest is None:
+            return False
+        with index.build() as tx:
+            info = tx.info
+            if (info is None
+                    or (info.model, info.model_fingerprint) != (spec.id, spec.fingerprint())
+                    or (info.overlap_tokens, info.embed_titles) != (config.overlap_tokens, config.embed_titles)
+                    or config.passage_tokens not in (None, info.passage_tokens)):
+                return False
+            changes = plan(tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None),
+                    documents, origin, prune=config.prune)
+            if changes.to_embed:
+                return False
+            meta = BuildMeta(spec, info.dimension, info.passage_tokens, info.overlap_tokens,
+                             info.embed_titles, started, config.vector_index, config.segments)
+            result = tx.commit(changes, origin, [], np.empty((0, info.dimension), np.float32), meta)
+    except KeyboardInterrupt:
+        raise BuildInterrupted(_interrupted_message(config, report)) from None
+    finally:
+        index.close()
+    _count(report, changes)
+    report.add_commit(result)
+    return True
+
+
 def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -> BuildReport:
     """Bring the index in `config.index_dir` in line with `config.source`; return what changed.
 
@@ -266,15 +317,24 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
     fails harmlessly. The changes commit in chunks (see `next_chunk`), each one atomic; Ctrl-C
     raises `BuildInterrupted`, whose message says what was committed and how to resume.
     """
+    if config.embeddings is not None:  # vectors computed elsewhere: nothing to embed here
+        from indexer.ingest import ingest_embeddings
+
+        return ingest_embeddings(config, config.embeddings, config.normalize_embeddings, progress)
     started = time.perf_counter()
     spec = ModelSpec.resolve(config.model)
     report = BuildReport(index_dir=config.index_dir, model=spec.id)
     origin = str(config.source.resolve())
     try:
         documents = _read(config, report)
+        if _commit_without_model(config, documents, origin, spec, report, started):
+            report.seconds = time.perf_counter() - started
+            logger.debug("build finished without the model: %s", report.summary())
+            return report
         model = load_bi_encoder(spec)
         meta = BuildMeta(spec, embedding_dimension(model), passage_budget(config, model),
-                         config.overlap_tokens, config.embed_titles, started)
+                         config.overlap_tokens, config.embed_titles, started, config.vector_index,
+                         config.segments)
     except KeyboardInterrupt:
         raise BuildInterrupted(
             f"Interrupted before anything was written to {config.index_dir}; run the same "
@@ -314,9 +374,12 @@ def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document
         while True:
             with index.build(rebuild=rebuild) as tx:
                 tx.check_compatible(meta)  # before minutes of embedding, not after
-                changes = plan(tx.stored_documents(), documents, origin, prune=config.prune)
+                changes = plan(tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None),
+                    documents, origin, prune=config.prune)
                 # Only what this commit takes is cut into passages (Ray streams the whole plan),
                 # so the first commit lands within seconds; the bar's total is estimated till then.
+                if first and tx.info is not None:  # an index that answers already: no small first commit
+                    chunk_size = config.commit_passages
                 chunk_ahead(spans, changes.to_embed, None if config.ray is not None else chunk_size,
                             model, meta)
                 total = report.passages_embedded + estimated_passages(changes.to_embed, spans)
@@ -340,12 +403,8 @@ def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document
                 vectors = embed_step(model, texts, config.batch_size, False, step)
                 result = tx.commit(chunk, origin, chunk_spans, vectors, meta)
             report.passages_embedded += len(texts)
-            report.passages_removed += result.passages_removed
             report.documents_committed += len(docs)
-            report.total_documents = result.documents
-            report.total_passages = result.passages
-            report.bm25_seconds += result.bm25_seconds
-            report.commits += 1
+            report.add_commit(result)
             if len(docs) == len(changes.to_embed):
                 return
             rebuild, first = False, False
@@ -388,85 +447,3 @@ def _interrupted_message(config: IndexConfig, report: BuildReport) -> str:
                 f"this build are committed to {config.index_dir}, which now holds "
                 f"{report.total_documents} documents and can be searched")
     return f"Interrupted: {done}. Run the same command again to resume where it stopped."
-
-
-@dataclass(frozen=True)
-class RepairReport:
-    index_dir: Path
-    vectors_reembedded: int
-    bm25_rebuilt: bool
-    problems: list[str]
-
-    def summary(self) -> str:
-        if not self.problems:
-            return f"{self.index_dir}: nothing to repair; the vectors and BM25 match the stored rows."
-        done = [f"re-embedded {self.vectors_reembedded} passages"] if self.vectors_reembedded else []
-        done += ["rebuilt BM25"] if self.bm25_rebuilt else []
-        return f"{self.index_dir}: found {'; '.join(self.problems)}; {', '.join(done)}."
-
-
-def repair_index(
-    index_dir: Path | str,
-    db_url: str | None = None,
-    reembed: bool = False,
-    batch_size: int = 64,
-    show_progress: bool = True,
-) -> RepairReport:
-    """Rebuild damaged or missing derived files from the SQL rows, which hold every passage.
-
-    BM25 is always rebuilt when the commit writes; the vectors are re-embedded only when
-    their file is damaged, or when `reembed` asks (the model's files changed: the message
-    that refuses such an index says to pass it).
-    """
-    started = time.perf_counter()
-    index = Index.create(index_dir, db_url)
-    problems: list[str] = []
-    try:
-        with index.build() as tx:
-            info = tx.info
-            if info is None:
-                raise IndexNotFoundError(
-                    f"No committed index in {index.index_dir} to repair. Build one with: "
-                    f"python -m indexer build --source PATH --index {index.index_dir}"
-                )
-            spec = ModelSpec.resolve(info.model)
-            if spec.fingerprint() != info.model_fingerprint:
-                if not reembed:
-                    raise IndexMismatchError(
-                        f"The model files in {spec.path} changed since the index was built. Pass "
-                        f"--reembed to re-embed every stored passage with the model now there: "
-                        f"{repair_command(index.index_dir)} --reembed"
-                    )
-                problems.append("the model's files changed")
-            vectors: VectorStore | None
-            try:
-                vectors = tx.committed_vectors()
-            except (IndexUnreadableError, FileNotFoundError) as err:
-                problems.append(f"damaged vectors ({err})".split(" Its text is safe")[0])
-                vectors = None
-            if not tx.committed_bm25_ok():
-                problems.append("a damaged or missing BM25 folder")
-            if reembed and "the model's files changed" not in problems:
-                problems.append("re-embedding asked for")
-            if not problems:
-                tx.result = (info.vector_file, info.bm25_dir)
-                return RepairReport(index.index_dir, 0, False, [])
-            model = load_bi_encoder(spec)
-            meta = BuildMeta(spec, embedding_dimension(model), info.passage_tokens,
-                             info.overlap_tokens, info.embed_titles, started)
-            reembedded = 0
-            if vectors is None or reembed:
-                vectors = VectorStore.create(meta.dimension)
-                bar = tqdm(total=info.passages, unit="passage", desc="re-embedding",
-                           disable=not show_progress, dynamic_ncols=True)
-                for ids, titles, texts in tx.stored_passages():
-                    inputs = [passage_text(embedded_title(t, model) if info.embed_titles else "", x)
-                              for t, x in zip(titles, texts, strict=True)]
-                    vectors.add(ids, encode_texts(model, inputs, batch_size=batch_size))
-                    reembedded += len(ids)
-                    bar.update(len(ids))
-                bar.close()
-            tx.replace_vectors(vectors, meta)
-    finally:
-        index.close()
-    return RepairReport(index.index_dir, reembedded, True, problems)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexer.ann import VectorIndexConfig
 from indexer.documents import DEFAULT_MAX_DOCUMENT_CHARS
+from indexer.segments import SegmentPolicy
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,30 @@ class IndexConfig:
     # None: embed in this process. "local": start a Ray on this machine for the build; else
     # the address of a running Ray cluster ("auto", "HOST:6379", "ray://HOST:10001").
     ray: str | None = None
+    # The FAISS index type (`indexer.ann`); None keeps the index's own, or auto for a new index.
+    vector_index: VectorIndexConfig | None = None
+    # When commits append delta segments and when they rebuild the base (`indexer.segments`).
+    segments: SegmentPolicy = SegmentPolicy()
+    # Vectors computed elsewhere (`indexer.ingest`): one per source document, nothing is embedded.
+    embeddings: Path | None = None
+    normalize_embeddings: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source", Path(self.source))
         object.__setattr__(self, "index_dir", Path(self.index_dir))
+        # From JSON (a build in another process gets its config as `dataclasses.asdict`): dicts.
+        if isinstance(self.vector_index, dict):
+            object.__setattr__(self, "vector_index", VectorIndexConfig(**self.vector_index))
+        if isinstance(self.segments, dict):
+            object.__setattr__(self, "segments", SegmentPolicy(**self.segments))
+        if self.embeddings is not None:
+            object.__setattr__(self, "embeddings", Path(self.embeddings))
+            if self.ray is not None:
+                raise ValueError("--ray embeds passages and --embeddings brings vectors computed "
+                                 "elsewhere: pass one of them.")
+        elif self.normalize_embeddings:
+            raise ValueError("--normalize-embeddings applies to vectors from --embeddings FILE; "
+                             "pass the file too, or drop the flag.")
         if self.max_document_chars is not None and self.max_document_chars < 1:
             raise ValueError(
                 f"max_document_chars ({self.max_document_chars}) must be at least 1, or None for "

@@ -1,7 +1,10 @@
 """The vector side of an index: a FAISS `IndexIDMap2` over inner product on unit vectors.
 
-FAISS ids are the passage primary keys of the SQL store, so a hit maps straight
-to its row. This module never imports SQLAlchemy.
+The index inside is exact (`Flat`) or one of the approximate types of
+`indexer.ann` (IVF, HNSW, IVF-PQ); its search parameter (nprobe or efSearch)
+is the one calibrated at build time. FAISS ids are the passage primary keys of
+the SQL store, so a hit maps straight to its row. This module never imports
+SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -49,6 +52,32 @@ class VectorStore:
 
     def __init__(self, index: faiss.Index) -> None:
         self._index = index
+        self.search_param: tuple[str, int] | None = None  # ("nprobe", 16), ("efSearch", 64) or None
+
+    @property
+    def faiss_index(self) -> faiss.Index:
+        return self._index
+
+    def configure(self, param: str | None, value: int | None) -> None:
+        """Set the approximate index's search parameter (see `indexer.ann.calibrate`)."""
+        if param is None or value is None:
+            self.search_param = None
+            return
+        from indexer.ann import set_search_param
+
+        set_search_param(self._index, param, value)
+        self.search_param = (param, int(value))
+
+    def _params(self, exclude: faiss.IDSelector | None) -> faiss.SearchParameters | None:
+        """Per-search parameters; they replace the index's own, so they carry nprobe/efSearch too."""
+        if exclude is None:
+            return None
+        name, value = self.search_param or (None, None)
+        if name == "nprobe":
+            return faiss.SearchParametersIVF(sel=exclude, nprobe=value)
+        if name == "efSearch":
+            return faiss.SearchParametersHNSW(sel=exclude, efSearch=value)
+        return faiss.SearchParameters(sel=exclude)
 
     @classmethod
     def create(cls, dim: int) -> VectorStore:
@@ -69,7 +98,9 @@ class VectorStore:
 
     def on_gpu(self) -> VectorStore:
         """This store on all visible GPUs; itself on a CPU-only build."""
-        return VectorStore(to_gpu_if_available(self._index))
+        moved = VectorStore(to_gpu_if_available(self._index))
+        moved.search_param = self.search_param
+        return moved
 
     @property
     def dim(self) -> int:
@@ -90,13 +121,14 @@ class VectorStore:
             self._index.add_with_ids(vectors, ids)
 
     def remove(self, ids: np.ndarray) -> int:
-        ids = np.ascontiguousarray(ids, dtype=np.int64)
-        if len(ids) == 0:
-            return 0
-        return int(self._index.remove_ids(faiss.IDSelectorBatch(ids)))
+        from indexer.ann import remove_ids
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids), each (n_queries, k); missing slots have id -1.
+        return remove_ids(self._index, ids)
+
+    def search(self, queries: np.ndarray, k: int,
+               exclude: faiss.IDSelector | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (n_queries, k); missing slots have id -1. `exclude` selects the
+        ids to leave out (deleted passages: see `indexer.segments`).
 
         A handful of queries runs on one OpenMP thread: the FAISS wiki notes
         that thread start-up dominates small batches, and on a busy 2-core
@@ -107,19 +139,21 @@ class VectorStore:
         if queries.ndim == 1:
             queries = queries[None, :]
         k = max(1, min(k, self.ntotal)) if self.ntotal else 1
+        params = self._params(exclude)
         if len(queries) >= _PARALLEL_MIN_QUERIES or gpu_count() > 0:
-            return self._index.search(queries, k)
+            return self._index.search(queries, k, params=params)
         previous = faiss.omp_get_max_threads()
         faiss.omp_set_num_threads(1)
         try:
-            return self._index.search(queries, k)
+            return self._index.search(queries, k, params=params)
         finally:
             faiss.omp_set_num_threads(previous)
 
     def ids(self) -> np.ndarray:
-        """All stored ids (IndexIDMap2 keeps them in `id_map`)."""
-        cpu = to_cpu(self._index)
-        return faiss.vector_to_array(cpu.id_map).astype(np.int64)
+        """All stored ids (an IndexIDMap2's `id_map`, or an IVF index's inverted lists)."""
+        from indexer.ann import stored_ids
+
+        return stored_ids(to_cpu(self._index))
 
     def save(self, path: Path | str) -> Path:
         """Write atomically: a temp file in the same folder, fsync, then rename over `path`."""

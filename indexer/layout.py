@@ -2,11 +2,12 @@
 
     index.json            manifest: the index id, and which database holds the rows
     store.sqlite          rows, when the database is the default SQLite file
-    vectors-<build>.faiss the committed build's vectors (a new file per build)
-    bm25-<build>/         the committed build's BM25 index (a new folder per build)
+    vectors-<build>.faiss the base's vectors, or a delta segment's (a new file per build)
+    bm25-<build>/         the base's BM25 index, or a delta segment's (a new folder per build)
+    deleted-<build>.npy   ids deleted since the base that its segments still hold (indexer.segments)
     uploads/              files added through the app
     .lock                 held (flock) by the build writing the folder
-    .vectors-*.tmp, .bm25-*.tmp   partial writes, removed by the next build
+    .vectors-*.tmp, .bm25-*.tmp, .deleted-*.tmp   partial writes, removed by the next build
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ UPLOADS_DIR = "uploads"
 VECTOR_PREFIX = "vectors-"
 VECTOR_SUFFIX = ".faiss"
 BM25_PREFIX = "bm25-"
+DELETED_PREFIX = "deleted-"
+DELETED_SUFFIX = ".npy"
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,19 @@ class IndexLayout:
     def bm25_name(build_id: str) -> str:
         return f"{BM25_PREFIX}{build_id}"
 
+    @staticmethod
+    def deleted_name(build_id: str) -> str:
+        return f"{DELETED_PREFIX}{build_id}{DELETED_SUFFIX}"
+
     def stale_paths(self, keep: set[str]) -> list[Path]:
         """Vector files, BM25 folders and temp files in the folder that `keep` does not name."""
         patterns = (
             f"{VECTOR_PREFIX}*{VECTOR_SUFFIX}",
             f"{BM25_PREFIX}*",
+            f"{DELETED_PREFIX}*{DELETED_SUFFIX}",
             f".{VECTOR_PREFIX}*.tmp",
             f".{BM25_PREFIX}*.tmp",
+            f".{DELETED_PREFIX}*.tmp",
         )
         found = {path for pattern in patterns for path in self.root.glob(pattern)}
         return sorted(path for path in found if path.name not in keep)

@@ -94,3 +94,7 @@ class IndexInfoRow(Base):
     embed_titles: Mapped[bool] = mapped_column(Boolean)
     built_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     build_seconds: Mapped[float] = mapped_column(default=0.0)
+    # Delta segments, tombstones and the FAISS index type (`indexer.segments.SegmentLayout`).
+    # NULL: one exact flat base, as every index was before index types. Added in place to older
+    # tables of this format by `sql_store.create_schema`, so they need no rebuild.
+    layout: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True, default=None)

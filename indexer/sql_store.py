@@ -127,6 +127,13 @@ def schema_state(conn: Connection) -> str:
 
 def create_schema(conn: Connection) -> None:
     Base.metadata.create_all(conn)
+    table = IndexInfoRow.__table__
+    if "layout" not in _info_columns(conn):  # a table of this format from before index types
+        conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN layout JSON"))
+
+
+def _info_columns(conn: Connection) -> set[str]:
+    return {column["name"] for column in inspect(conn).get_columns(IndexInfoRow.__tablename__)}
 
 
 def drop_schema(conn: Connection) -> None:
@@ -134,7 +141,11 @@ def drop_schema(conn: Connection) -> None:
 
 
 def read_info(conn: Connection) -> IndexInfoRow | None:
-    row = conn.execute(select(IndexInfoRow.__table__).where(IndexInfoRow.id == 1)).mappings().first()
+    """The info row; columns an older table lacks (`layout`) read as None."""
+    table = IndexInfoRow.__table__
+    present = _info_columns(conn)
+    columns = [column for column in table.columns if column.name in present]
+    row = conn.execute(select(*columns).where(table.c.id == 1)).mappings().first()
     return IndexInfoRow(**row) if row is not None else None
 
 

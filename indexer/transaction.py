@@ -12,7 +12,8 @@ import fcntl
 import os
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,22 +21,28 @@ import numpy as np
 from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
-from indexer import sql_store
+from indexer import ann, sql_store
 from indexer.bm25_store import BM25Store
 from indexer.documents import Document, PassageSpan
 from indexer.errors import IndexBusyError, IndexMismatchError, IndexUnreadableError
 from indexer.faiss_store import VectorStore
 from indexer.integrity import (
+    checksum_update,
+    damaged,
+    deleted_ids,
     file_digest,
     folder_digest,
     id_checksum,
+    layout_of,
     verified_bm25,
     verified_vectors,
 )
 from indexer.passage_text import passage_text
 from indexer.plan import Plan, StoredDocument
-from indexer.records import BuildMeta, CommitResult, IndexInfo, repair_command
+from indexer.records import BuildMeta, CommitResult, IndexInfo, IndexStats, repair_command
 from indexer.schema import SCHEMA_FORMAT, DocumentRow, IndexInfoRow, PassageRow
+from indexer.segments import SegmentedVectors, SegmentFiles, SegmentLayout, SegmentPolicy
+from indexer.vector_merge import merge_vectors
 
 if TYPE_CHECKING:
     from indexer.index import Index
@@ -49,15 +56,33 @@ class BuildTransaction:
         self.conn = conn
         self.session = session
         self.info = info
-        self.result: tuple[str, str] | None = None  # the files the commit wrote
+        self.result: tuple[str, ...] | None = None  # the files the committed build names
 
-    def stored_documents(self) -> dict[str, StoredDocument]:
-        rows = self.session.execute(
-            select(DocumentRow.doc_key, DocumentRow.id, DocumentRow.content_hash,
-                   DocumentRow.origin, DocumentRow.source)
-        )
-        return {key: StoredDocument(row_id, digest, origin, source)
-                for key, row_id, digest, origin, source in rows}
+    def keep_committed(self) -> None:
+        """Commit nothing new: the committed build's files stay, every other one goes."""
+        assert self.info is not None
+        self.result = (self.info.vector_file, self.info.bm25_dir, *layout_of(self.info).files())
+
+    def stored_documents(self, keys: Collection[str] | None = None,
+                         origin: str | None = None) -> dict[str, StoredDocument]:
+        """Stored documents by key: all of them, or only those whose key is in `keys` or whose
+        origin is `origin` (what a plan of those documents, pruning that origin, can touch), so
+        adding a few documents to a large index reads a few rows, not every key."""
+        columns = (DocumentRow.doc_key, DocumentRow.id, DocumentRow.content_hash, DocumentRow.origin,
+                   DocumentRow.source)
+        if keys is not None and len(keys) > 100_000:
+            keys = origin = None  # most of the index anyway: one scan beats many IN lists
+        if keys is None and origin is None:
+            rows = list(self.session.execute(select(*columns)))
+        else:
+            rows = list(self.session.execute(select(*columns).where(DocumentRow.origin == origin))) \
+                if origin is not None else []
+            wanted = sorted(set(keys or ()))
+            for start in range(0, len(wanted), 8192):  # within any database's parameter limit
+                rows += self.session.execute(
+                    select(*columns).where(DocumentRow.doc_key.in_(wanted[start:start + 8192])))
+        return {key: StoredDocument(row_id, digest, origin_, source)
+                for key, row_id, digest, origin_, source in rows}
 
     def stored_passages(self) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
         """(passage ids, titles, texts) of every stored passage in blocks of 4096, by id."""
@@ -93,7 +118,7 @@ class BuildTransaction:
                 "everything."
             )
 
-    def committed_vectors(self) -> VectorStore | None:
+    def committed_vectors(self) -> SegmentedVectors | None:
         """A CPU copy of the committed vectors, verified; None on a first build."""
         if self.info is None:
             return None
@@ -128,24 +153,191 @@ class BuildTransaction:
         total = sum(len(spans) for spans in passages)
         if len(vectors) != total:
             raise ValueError(f"{len(vectors)} vectors for {total} passages.")
-        stored = self.stored_documents()
+        stored = self.stored_documents([d.doc_id for d in plan.change] + list(plan.remove))
         base_ok = self.info is not None
-        if plan.is_empty and base_ok and self.committed_bm25_ok():
+        if plan.is_empty and base_ok and self.committed_bm25_ok() and not self._type_change(meta):
             self.committed_vectors()  # verifies the vectors too: a damaged file fails the build
-            self.result = (self.info.vector_file, self.info.bm25_dir)
+            self.keep_committed()
             return CommitResult(self.info.build_id, False, self.info.documents, self.info.passages,
-                                0, 0, 0.0)
-        store = self.committed_vectors() or VectorStore.create(meta.dimension)
+                                0, 0, 0.0, None, IndexStats.of(self.info).vector_index)
         stale = [stored[d.doc_id].row_id for d in plan.change] + [stored[k].row_id for k in plan.remove]
         removed = self._delete_documents(stale)
-        new_ids = self._insert(docs, origin, passages)
-        store.remove(removed)
-        store.add(new_ids, vectors)
-        return self._write(store, meta, len(new_ids), len(removed))
+        new_ids, texts = self._insert(docs, origin, passages)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(new_ids), meta.dimension)
+        reason = self._merge_reason(meta, len(new_ids), len(removed))
+        if reason is None:
+            result = self._append(new_ids, texts, vectors, removed, meta)
+            if result is not None:
+                return result
+        return self._merge(new_ids, vectors, removed, meta)
 
-    def replace_vectors(self, store: VectorStore, meta: BuildMeta) -> CommitResult:
-        """Commit `store` (all stored passages, re-embedded) and a fresh BM25; rows unchanged."""
-        return self._write(store, meta, 0, 0)
+    def replace_vectors(self, store: VectorStore | SegmentedVectors, meta: BuildMeta) -> CommitResult:
+        """Commit `store` (all stored passages, re-embedded; or the committed vectors, verified) and
+        a fresh BM25 as a new base; rows unchanged."""
+        if isinstance(store, SegmentedVectors):
+            empty = np.empty(0, np.int64)
+            return self._merge(empty, np.empty((0, meta.dimension), np.float32), empty, meta)
+        ids, vectors = ann.reconstruct_all(store.faiss_index)
+        return self._merge(ids, vectors, np.empty(0, np.int64), meta, reuse_committed=False)
+
+    # --- choosing between a delta segment and a merge --------------------------------------------
+
+    def _requested(self, meta: BuildMeta) -> ann.VectorIndexConfig:
+        """The index type this build asks for: its own, else the one stored, else auto."""
+        if meta.vector_index is not None:
+            return meta.vector_index
+        stored = layout_of(self.info).requested if self.info is not None else None
+        return ann.VectorIndexConfig(**stored) if stored else ann.VectorIndexConfig()
+
+    def _type_change(self, meta: BuildMeta) -> bool:
+        """True when the build names another index type than the committed one was asked with."""
+        if self.info is None or meta.vector_index is None:
+            return False
+        stored = layout_of(self.info).requested
+        return (ann.VectorIndexConfig(**stored) if stored else ann.VectorIndexConfig()) != meta.vector_index
+
+    def _merge_reason(self, meta: BuildMeta, added: int, removed: int) -> str | None:
+        if self.info is None:
+            return "a first build"
+        if self._type_change(meta):
+            return "another index type was asked for"
+        return (meta.segments or SegmentPolicy()).merge_needed(layout_of(self.info), added, removed)
+
+    # --- the two ways to commit ------------------------------------------------------------------
+
+    def _append(self, new_ids: np.ndarray, texts: list[str], vectors: np.ndarray, removed: np.ndarray,
+                meta: BuildMeta) -> CommitResult | None:
+        """Commit the new passages as a delta segment and the removed ids as tombstones, writing
+        nothing proportional to the index; None when the base cannot take deltas (merge instead)."""
+        info = self.info
+        assert info is not None
+        root = self.index.layout.root
+        stats = BM25Store.stats_of(root / info.bm25_dir)
+        if stats is None:
+            return None
+        started = time.perf_counter()
+        expected = info.passages + len(new_ids) - len(removed)
+        if sql_store.count_passages(self.conn) != expected:
+            raise RuntimeError(
+                f"SQL holds {sql_store.count_passages(self.conn)} passages where {expected} were "
+                f"expected; nothing was committed. Repair with: {repair_command(self.index.index_dir)}")
+        layout = layout_of(info)
+        build_id = uuid.uuid4().hex[:12]
+        segments = layout.segments
+        checksum = checksum_update(info.id_checksum, new_ids, removed)
+        if len(new_ids) and segments and segments[-1].run == meta.run_id:
+            # This build's earlier chunk: extend its segment rather than add one per chunk, so a
+            # build adds one segment, at a cost proportional to what the build itself adds.
+            new_ids, texts, vectors = self._with_segment(segments[-1], new_ids, texts, vectors)
+            segments = segments[:-1]
+        if len(new_ids):
+            vector_file, bm25_dir = self.index.layout.vector_name(build_id), self.index.layout.bm25_name(build_id)
+            BM25Store.build_delta(new_ids, texts, stats, info.bm25_dir).save(root / bm25_dir)
+            delta = VectorStore.create(meta.dimension)
+            delta.add(new_ids, vectors)
+            delta.save(root / vector_file)
+            segments += (SegmentFiles(vector_file, file_digest(root / vector_file), bm25_dir,
+                                      folder_digest(root / bm25_dir), len(new_ids), meta.run_id),)
+        deleted_file, deleted_digest, deleted = layout.deleted_file, layout.deleted_digest, layout.deleted
+        if len(removed):
+            tombstones = np.union1d(deleted_ids(self.index.index_dir, info), removed)
+            deleted_file = self.index.layout.deleted_name(build_id)
+            write_ids(root / deleted_file, tombstones)
+            deleted_digest, deleted = file_digest(root / deleted_file), len(tombstones)
+        new_layout = replace(layout, segments=segments, deleted_file=deleted_file,
+                             deleted_digest=deleted_digest, deleted=deleted)
+        values = dict(build_id=build_id, layout=new_layout.to_json(),
+                      passages=expected, id_checksum=checksum)
+        result = self._record(values, meta, len(new_ids), len(removed), time.perf_counter() - started)
+        self.result = (info.vector_file, info.bm25_dir, *new_layout.files())
+        return result
+
+    def _bm25_base_current(self, layout: SegmentLayout | None, new_ids: np.ndarray,
+                           removed: np.ndarray) -> bool:
+        """Whether the committed BM25 base already holds exactly the passages this merge keeps."""
+        return (layout is not None and not layout.segments and not layout.deleted
+                and not len(new_ids) and not len(removed) and self.committed_bm25_ok())
+
+    def _with_segment(self, segment: SegmentFiles, new_ids: np.ndarray, texts: list[str],
+                      vectors: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
+        """`segment`'s live passages (ids, BM25 texts, vectors) followed by the new ones."""
+        assert self.info is not None
+        path = self.index.layout.root / segment.vector_file
+        if file_digest(path) != segment.vector_digest:
+            raise damaged(self.index.index_dir, self.info, f"the vector file {segment.vector_file} is "
+                                                           "not the one committed")
+        segment_store = VectorStore.load(path, use_gpu=False)
+        old_ids, old_vectors = ann.reconstruct_all(segment_store.faiss_index)
+        rows: dict[int, str] = {}
+        for start in range(0, len(old_ids), 8192):  # within any database's bound-parameter limit
+            block = old_ids[start:start + 8192].tolist()
+            rows.update((r.id, passage_text(r.title, r.text)) for r in self.session.execute(
+                select(PassageRow.id, DocumentRow.title, PassageRow.text).join(PassageRow.document)
+                .where(PassageRow.id.in_(block))))
+        live = np.asarray([pid in rows for pid in old_ids.tolist()], dtype=bool)
+        old_ids, old_vectors = old_ids[live], old_vectors[live]
+        old_texts = [rows[pid] for pid in old_ids.tolist()]
+        return (np.concatenate([old_ids, new_ids]), old_texts + list(texts),
+                np.concatenate([old_vectors, vectors]))
+
+    def _merge(self, new_ids: np.ndarray, vectors: np.ndarray, removed: np.ndarray,
+               meta: BuildMeta, reuse_committed: bool = True) -> CommitResult:
+        """Commit a new base over every live passage: vectors merged (`vector_merge`), BM25 rebuilt.
+
+        `reuse_committed=False` (a repair): `new_ids` are every passage, the committed files unused.
+        """
+        layout = layout_of(self.info) if self.info is not None and reuse_committed else None
+        current = ann.VectorIndexPlan.from_json(layout.plan) if layout and layout.plan else None
+        if layout is not None and current is None:  # an index from before index types: flat
+            current = ann.resolve(ann.VectorIndexConfig(kind="flat"), layout.base_passages, meta.dimension)
+        committed = self.committed_vectors() if reuse_committed else None
+        merged = merge_vectors(committed, current, self._requested(meta), removed, new_ids, vectors,
+                               meta.dimension)
+        store = merged.store
+        sql_ids = self._all_passage_ids()
+        if not np.array_equal(np.sort(store.ids()), sql_ids):
+            raise RuntimeError(
+                f"FAISS holds {store.ntotal} vectors but SQL holds {len(sql_ids)} passages, or their "
+                f"ids differ; nothing was committed. Repair with: {repair_command(self.index.index_dir)}"
+            )
+        build_id = uuid.uuid4().hex[:12]  # both new files share it: a listing is easy to read
+        names = self.index.layout
+        root = names.root
+        vector_file = names.vector_name(build_id)
+        bm25_started = time.perf_counter()
+        if self._bm25_base_current(layout, new_ids, removed) and reuse_committed:
+            # Only the vector index changes (another type asked for): the BM25 base stays.
+            bm25_dir, bm25_digest = self.info.bm25_dir, self.info.bm25_digest
+        else:
+            bm25_dir = names.bm25_name(build_id)
+            ids, texts = [], []
+            for block_ids, titles, block_texts in self.stored_passages():
+                ids.append(block_ids)
+                texts.extend(passage_text(t, x) for t, x in zip(titles, block_texts, strict=True))
+            bm25 = BM25Store.build(np.concatenate(ids) if ids else np.empty(0, np.int64), texts)
+            if not np.array_equal(np.sort(bm25.ids()), sql_ids):
+                raise RuntimeError("BM25 and SQL hold different passages; nothing was committed.")
+            bm25.save(root / bm25_dir)
+            bm25_digest = folder_digest(root / bm25_dir)
+        bm25_seconds = time.perf_counter() - bm25_started
+        store.save(root / vector_file)
+        requested = self._requested(meta)
+        new_layout = SegmentLayout(base_passages=len(sql_ids), plan=merged.plan.to_json(),
+                                   calibration=asdict(merged.calibration),
+                                   requested=asdict(requested))
+        values = dict(
+            build_id=build_id,
+            vector_file=vector_file,
+            vector_digest=file_digest(root / vector_file),
+            bm25_dir=bm25_dir,
+            bm25_digest=bm25_digest,
+            passages=len(sql_ids),
+            id_checksum=id_checksum(sql_ids),
+            layout=new_layout.to_json(),
+        )
+        result = self._record(values, meta, len(new_ids), len(removed), bm25_seconds, merged.note)
+        self.result = (vector_file, bm25_dir)
+        return result
 
     def _delete_documents(self, row_ids: list[int]) -> np.ndarray:
         if not row_ids:
@@ -160,9 +352,11 @@ class BuildTransaction:
         return removed
 
     def _insert(self, docs: list[Document], origin: str,
-                passages: Sequence[Sequence[PassageSpan]]) -> np.ndarray:
+                passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[str]]:
+        """Stage the documents and passages; their passage ids and BM25 texts, in order."""
         now = dt.datetime.now(dt.UTC)
         rows: list[PassageRow] = []
+        texts: list[str] = []
         for doc, spans in zip(docs, passages, strict=True):
             row = DocumentRow(
                 doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
@@ -174,57 +368,33 @@ class BuildTransaction:
                                      text=doc.text[span.start_char : span.end_char])
                 row.passages.append(passage)
                 rows.append(passage)
+                texts.append(passage_text(doc.title, passage.text))
             self.session.add(row)
         self.session.flush()  # assigns passage ids, which become the FAISS and BM25 ids
-        return np.asarray([p.id for p in rows], dtype=np.int64)
+        return np.asarray([p.id for p in rows], dtype=np.int64), texts
 
     def _all_passage_ids(self) -> np.ndarray:
         return np.fromiter(self.session.scalars(select(PassageRow.id).order_by(PassageRow.id)),
                            dtype=np.int64)
 
-    def _write(self, store: VectorStore, meta: BuildMeta, added: int, removed: int) -> CommitResult:
-        sql_ids = self._all_passage_ids()
-        if not np.array_equal(np.sort(store.ids()), sql_ids):
-            raise RuntimeError(
-                f"FAISS holds {store.ntotal} vectors but SQL holds {len(sql_ids)} passages, or their "
-                f"ids differ; nothing was committed. Repair with: {repair_command(self.index.index_dir)}"
-            )
-        bm25_started = time.perf_counter()
-        ids, texts = [], []
-        for block_ids, titles, block_texts in self.stored_passages():
-            ids.append(block_ids)
-            texts.extend(passage_text(t, x) for t, x in zip(titles, block_texts, strict=True))
-        bm25 = BM25Store.build(np.concatenate(ids) if ids else np.empty(0, np.int64), texts)
-        if not np.array_equal(np.sort(bm25.ids()), sql_ids):
-            raise RuntimeError("BM25 and SQL hold different passages; nothing was committed.")
-        # Both files of one build share its id, which makes a directory listing easy to read.
-        build_id = uuid.uuid4().hex[:12]
-        layout = self.index.layout
-        vector_file, bm25_dir = layout.vector_name(build_id), layout.bm25_name(build_id)
-        bm25.save(layout.root / bm25_dir)
-        bm25_seconds = time.perf_counter() - bm25_started
-        store.save(layout.root / vector_file)
+    def _record(self, values: dict, meta: BuildMeta, added: int, removed: int, bm25_seconds: float,
+                note: str | None = None) -> CommitResult:
+        """Write the info row of the new build (in this SQL transaction, after its files exist)."""
         documents = sql_store.count_documents(self.conn)
         values = dict(
             format=SCHEMA_FORMAT,
             owner=self.index.manifest.index_id,
-            owner_path=str(layout.root.resolve()),
-            build_id=build_id,
+            owner_path=str(self.index.layout.root.resolve()),
             model=meta.model.id,
             model_fingerprint=meta.model.fingerprint(),
             dimension=meta.dimension,
-            vector_file=vector_file,
-            vector_digest=file_digest(layout.root / vector_file),
-            bm25_dir=bm25_dir,
-            bm25_digest=folder_digest(layout.root / bm25_dir),
             documents=documents,
-            passages=len(sql_ids),
-            id_checksum=id_checksum(sql_ids),
             passage_tokens=meta.passage_tokens,
             overlap_tokens=meta.overlap_tokens,
             embed_titles=meta.embed_titles,
             built_at=dt.datetime.now(dt.UTC),
             build_seconds=time.perf_counter() - meta.started,
+            **values,
         )
         row = self.session.get(IndexInfoRow, 1)
         if row is None:
@@ -233,8 +403,19 @@ class BuildTransaction:
             for key, value in values.items():
                 setattr(row, key, value)
         self.session.flush()
-        self.result = (vector_file, bm25_dir)
-        return CommitResult(build_id, True, documents, len(sql_ids), added, removed, bm25_seconds)
+        stats = IndexStats.of(IndexInfo.from_row(row if row is not None else self.session.get(IndexInfoRow, 1)))
+        return CommitResult(values["build_id"], True, documents, values["passages"], added, removed,
+                            bm25_seconds, note, stats.vector_index)
+
+
+def write_ids(path: Path, ids: np.ndarray) -> None:
+    """Write an id array atomically: a temp file beside it, fsync, rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, np.asarray(ids, dtype=np.int64))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 @contextlib.contextmanager

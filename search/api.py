@@ -64,7 +64,6 @@ logger = logging.getLogger(__name__)
 CONFIG_ENV = "SEMSEARCH_API_CONFIG"
 # Every build is a FAISS IndexIDMap2 over IndexFlatIP (exact inner product); the index records
 # no type of its own yet.
-INDEX_TYPE = "flat"
 # How long uvicorn's supervisor waits for a worker of `--workers N` to answer its ping.
 WORKER_HEALTHCHECK_S = 120
 
@@ -279,7 +278,8 @@ def create_app(config: ApiConfig) -> FastAPI:
             raise service.unavailable(err) from err
         return StatsResponse(
             documents=figures.documents, passages=figures.passages, model=figures.model,
-            model_label=figures.model_label, dimension=figures.dimension, index_type=INDEX_TYPE,
+            model_label=figures.model_label, dimension=figures.dimension, index_type=figures.vector_index,
+            recall_at_10=figures.recall_at_10, delta_segments=figures.delta_segments,
             modes=list(searcher.modes), built_at=figures.built_at, build_seconds=figures.build_seconds,
             build_id=figures.build_id,
             reranker=None if service.reranker is None else str(service.choice.path),

@@ -108,7 +108,11 @@ class StatsResponse(BaseModel):
     model: str
     model_label: str
     dimension: int
-    index_type: str = Field(description="the FAISS index: exact inner product over unit vectors")
+    index_type: str = Field(description="the FAISS index over unit vectors, e.g. 'exact (Flat)' or "
+                                        "'IVF1024,SQ8 (nprobe 16, recall@10 0.962)'")
+    recall_at_10: float = Field(description="recall@10 of the FAISS index against exact search, "
+                                            "measured when it was built (1.0 when exact)")
+    delta_segments: int = Field(description="segments appended since the last full build")
     modes: list[str] = Field(description="the modes this build can run")
     built_at: dt.datetime
     build_seconds: float

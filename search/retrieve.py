@@ -170,14 +170,30 @@ class ModeChoice:
     fallback_reason: str | None = None
 
 
-def choose_mode(requested: str | None, default: str, available: Collection[str], index_dir: Path) -> ModeChoice:
+def choose_mode(requested: str | None, default: str, available: Collection[str], index_dir: Path,
+                model_ready: bool = True) -> ModeChoice:
     """The one rule for which mode runs: `requested`, else `default`, on the retrievers `available`.
 
     An index whose build has no BM25 part has only dense. A search that names no
     mode then runs dense, with the reason and the fix, so searches keep working
     until BM25 is rebuilt; naming bm25 or hybrid raises instead, since the
     caller asked for exact-word matching that dense cannot give.
+
+    While the model is still loading (`model_ready` False: a Searcher that loads it in
+    the background), a search that needs it runs BM25, with the reason, rather than
+    keep its caller waiting seconds; an index without BM25 has to wait for the model.
     """
+    choice = _index_mode(requested, default, available, index_dir)
+    if model_ready or choice.mode == "bm25" or "bm25" not in available:
+        return choice
+    return ModeChoice(
+        "bm25",
+        f"The semantic model is still loading, so these are keyword (BM25) results; searches run "
+        f"in {choice.mode} mode as soon as it has loaded.",
+    )
+
+
+def _index_mode(requested: str | None, default: str, available: Collection[str], index_dir: Path) -> ModeChoice:
     if requested is not None:
         check_mode(requested)
         if requested not in available:

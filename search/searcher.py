@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +23,64 @@ from search.hits import Hit, SearchResult, StageTimings
 from search.rerank import Reranker
 from search.retrieve import HybridRetriever, Query, Retriever, choose_mode, retrievers_for
 
-__all__ = ["IndexStats", "LoadedBuild", "Searcher"]
+__all__ = ["MODEL_LOADING", "IndexStats", "LoadedBuild", "ModelLoad", "Searcher"]
 
 logger = logging.getLogger(__name__)
+
+# How a Searcher loads its bi-encoder; see `Searcher`.
+MODEL_LOADING = ("eager", "background", "lazy")
+
+
+class ModelLoad:
+    """A model (the searcher's bi-encoder, the app's reranker) loaded now, in a background
+    thread, or by the first `get`.
+
+    Importing torch and sentence-transformers and loading a model take seconds on a small
+    CPU, most of a restarted app's wait for its first answer (14 s measured). A load that
+    fails raises its error from every `get`, so each search that needs the model says why.
+    """
+
+    def __init__(self, load: Callable[[], object], how: str) -> None:
+        if how not in MODEL_LOADING:
+            raise ValueError(f"Unknown model_loading {how!r}. Valid: {', '.join(MODEL_LOADING)}.")
+        self._load = load
+        self._model: object | None = None
+        self._error: Exception | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()  # held by whichever thread loads
+        self._background = how == "background"
+        if how == "eager":
+            self._model = load()  # raises here, as Searcher(...) always has
+            self._done.set()
+        elif self._background:
+            threading.Thread(target=self._run, name="semsearch-model-load", daemon=True).start()
+
+    def _run(self) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            try:
+                self._model = self._load()
+            except Exception as err:  # kept, and raised by every `get`
+                self._error = err
+            self._done.set()  # not after Ctrl-C in a lazy load: the next `get` loads again
+
+    @property
+    def loading(self) -> bool:
+        """True while a background load runs: a search needing the model would wait for it."""
+        return self._background and not self._done.is_set()
+
+    def get(self, timeout: float | None = None) -> object:
+        """The model, loaded in this thread if no other has started; waits at most `timeout`
+        seconds for a load in progress, then raises TimeoutError."""
+        if not self._done.is_set():
+            if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+                raise TimeoutError(f"The model did not load within {timeout} s; wait longer.")
+            self._lock.release()
+            self._run()  # returns at once when the load that held the lock has finished
+        if self._error is not None:
+            raise self._error
+        return self._model
 
 
 @dataclass(frozen=True)
@@ -49,6 +104,18 @@ class Searcher:
     with the same identity; a different model would give meaningless scores.
     The vectors and the BM25 index come from one committed build, so both
     always match the same passages.
+
+    `model_loading` says when the bi-encoder loads (torch and sentence-transformers
+    with it: seconds on a small CPU). "eager", the default, loads it before the
+    constructor returns, so every search runs in the mode asked and a model that cannot
+    load raises from the constructor: what scripts, the CLI and the evaluation want.
+    "background" returns at once and loads it in a thread: until it is ready, a search
+    that needs it (dense, hybrid) answers with BM25, with `mode` "bm25" and a
+    `fallback_reason` saying so, then switches by itself: an interactive page's first
+    search does not wait for torch. "lazy" loads it on the first search that
+    needs it, which waits, so a BM25-only tool never imports torch. With either, a
+    model that cannot load raises its error from every search that needs it, while
+    BM25 searches keep working; `wait_for_model` waits for it.
     """
 
     def __init__(
@@ -58,6 +125,7 @@ class Searcher:
         db_url: str | None = None,
         config: SearchConfig | None = None,
         reranker: Reranker | None = None,
+        model_loading: str = "eager",
     ) -> None:
         self.config = config or SearchConfig()
         self.reranker = reranker
@@ -66,7 +134,7 @@ class Searcher:
         try:
             if model is not None:
                 self.index.check_model(ModelSpec.resolve(model))
-            self.model = self.index.load_model()
+            self._model = ModelLoad(self.index.load_model, model_loading)
         except BaseException:
             self.index.close()
             raise
@@ -84,6 +152,26 @@ class Searcher:
             passages=snapshot.vectors.ntotal,
             stats=stats,
         )
+
+    @property
+    def model(self):
+        """The index's bi-encoder; waits for it (or loads it) if it is not loaded yet."""
+        return self._model.get()
+
+    @model.setter
+    def model(self, model) -> None:
+        """Search with this bi-encoder object instead (tests wrap the loaded one to count calls)."""
+        self._model = ModelLoad(lambda: model, "eager")
+
+    @property
+    def model_loading(self) -> bool:
+        """True while the model loads in the background, and searches that need it run BM25."""
+        return self._model.loading
+
+    def wait_for_model(self, timeout: float | None = None) -> None:
+        """Block until the model has loaded (TimeoutError after `timeout` s); raises its error
+        if it cannot load."""
+        self._model.get(timeout)
 
     @property
     def has_bm25(self) -> bool:
@@ -192,13 +280,16 @@ class Searcher:
         if self.config.auto_refresh:
             self.refresh()
         loaded = self._loaded
-        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir)
-        if choice.fallback_reason is not None and not self._warned_fallback:
+        loading = self._model.loading
+        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir, model_ready=not loading)
+        # Logged once: an index without BM25 stays so until repaired; a loading model passes.
+        if choice.fallback_reason is not None and not self._warned_fallback and not loading:
             self._warned_fallback = True
             logger.warning("%s", choice.fallback_reason)
 
+        model = None if choice.mode == "bm25" else self.model  # may wait for it; BM25 never encodes
         started = time.perf_counter()
-        request = Query(text, self.model)
+        request = Query(text, model)
         depth = (max(k, candidates) if keep_tail else candidates) if reranker is not None else k
         retriever = loaded.retrievers[choice.mode]
         if isinstance(retriever, HybridRetriever):

@@ -57,6 +57,13 @@ def no_shipped_reranker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEMSEARCH_RERANKER", "none")
 
 
+@pytest.fixture(autouse=True)
+def model_loaded_before_the_first_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app loads its bi-encoder in the background and answers BM25 meanwhile; the tests
+    here look at the mode asked, except the one about that wait."""
+    monkeypatch.setenv("SEMSEARCH_MODEL_LOADING", "eager")
+
+
 @pytest.fixture()
 def private_index(demo_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the demo index that a test may change, opened by the app."""
@@ -79,7 +86,7 @@ def metrics(at: AppTest) -> dict[str, str]:
 def result_titles(at: AppTest) -> list[str]:
     """Result headings read "**1. title** &nbsp; :gray[cosine 0.123]"."""
     return [
-        m.value.split("**")[1].split(". ", 1)[1] for m in at.markdown if m.value.startswith("**")
+        m.value.split("**")[1].split(". ", 1)[1] for m in at.main.markdown if m.value.startswith("**")
     ]
 
 
@@ -104,7 +111,7 @@ def test_search_page_shows_stats_and_ranks_the_right_document_first(
     assert stats["Passages"] == "4"
     assert stats["Last build"].endswith(" s")
     assert at.main.caption[0].value.startswith(  # the label escaped as Markdown: it reads the same
-        "Model **all\\-MiniLM\\-L6\\-v2** (384 dimensions) · built "
+        "Model **all\\-MiniLM\\-L6\\-v2** (384 dimensions) · vector index exact (Flat) · built "
     )
     assert at.info and "Type a question" in at.info[0].value  # nothing searched yet
 
@@ -354,6 +361,8 @@ def test_upload_into_a_missing_index_starts_one(
     assert metrics(at)["Documents"] == "1"
     at.text_input(key="query").input("icy objects with tails").run()
     assert result_titles(at) == ["Comets"]
+    snippet = next(m.value for m in at.main.markdown if "grow" in m.value)
+    assert snippet.startswith("Comets are :orange[**icy**]"), "its \"# Comets\" line is the title above"
 
 
 def test_upload_while_another_build_runs_shows_the_error(private_index: Path) -> None:
@@ -469,18 +478,51 @@ def test_hybrid_offers_fusion_method_and_weight(demo_index: Path, monkeypatch: p
     assert not at.selectbox, "fusion only applies to hybrid"
 
 
-def test_upload_of_a_csv_without_a_text_column_says_what_the_file_needs(private_index: Path) -> None:
+def test_upload_of_a_csv_without_a_text_column_asks_which_columns_hold_text_title_and_id(
+    private_index: Path,
+) -> None:
     at = run_app()
     at.file_uploader(key="uploads").set_value(
-        [("people.csv", b"name,bio\nAda,wrote programs\n", "text/csv"),
+        [("people.csv", b"ID,name,bio\nada,Ada,wrote the first programs for an engine\n", "text/csv"),
+         ("plain.csv", b"text\nA csv with a text column is read as it is.\n", "text/csv"),
          ("README", b"A readme without an extension is text too.", "application/octet-stream")]
     ).run()
-    at.sidebar.button(key="index_uploads").click().run()
     assert not at.exception
-    warnings = [w.value for w in at.sidebar.warning]
-    assert len(warnings) == 1 and "people.csv" in warnings[0]
-    assert "'text'" in warnings[0] and "--csv" not in warnings[0]
-    assert "Added 1 new document" in at.sidebar.success[0].value
+    assert any("**people\\.csv** has no `text` column" in m.value and "ID, name, bio" in m.value
+               for m in at.sidebar.markdown)
+    assert not any("plain" in m.value for m in at.sidebar.markdown), "its columns need no choice"
+    # Preselected: the longest column as text, columns named like a title and an id.
+    assert at.selectbox(key="csv_text:people.csv").value == "bio"
+    assert at.selectbox(key="csv_title:people.csv").value == "name"
+    assert at.selectbox(key="csv_id:people.csv").value == "ID"
+    at.selectbox(key="csv_id:people.csv").set_value("").run()  # none: rows are named by their line
+    assert at.selectbox(key="csv_id:people.csv").format_func("") == "none"
+    at.sidebar.button(key="index_uploads").click().run()
+    assert not at.exception and not at.sidebar.error and not at.sidebar.warning
+    assert "Added 3 new documents" in at.sidebar.success[0].value
+    at.text_input(key="query").input("who wrote the first programs").run()
+    assert result_titles(at)[0] == "Ada"
+    assert any(c.value.startswith("people\\.csv\\#L2") for c in at.main.caption)
+
+
+def test_a_csv_column_mapping_that_cannot_index_says_what_the_file_needs(private_index: Path) -> None:
+    at = run_app()
+    at.file_uploader(key="uploads").set_value(
+        ("people.csv", b"name,bio,notes\nAda,wrote programs,\nAlan,broke codes, \n", "text/csv")
+    ).run()
+    at.selectbox(key="csv_text:people.csv").set_value("notes").run()
+    assert not at.exception
+    assert at.sidebar.error[0].value == (
+        "Column 'notes' of people.csv is blank in every row, so there is no text to index; choose "
+        "the column that holds each document's text, or fill it in."
+    )
+    assert at.sidebar.button(key="index_uploads").disabled
+    at.selectbox(key="csv_text:people.csv").set_value("name")
+    at.selectbox(key="csv_title:people.csv").set_value("name").run()
+    assert "One column cannot be two things" in at.sidebar.error[0].value
+    assert at.sidebar.button(key="index_uploads").disabled
+    at.selectbox(key="csv_text:people.csv").set_value("bio").run()
+    assert not at.sidebar.error and not at.sidebar.button(key="index_uploads").disabled
 
 
 def test_app_serves_while_it_builds_the_index_in_the_background(
@@ -522,3 +564,66 @@ def test_a_failed_background_build_is_shown_and_the_app_keeps_working(
     assert at.error and "in the background failed" in at.error[0].value
     assert "does not exist" in at.error[0].value
     assert result_titles(at)[0] == "jupiter"
+
+
+def test_a_restarted_app_answers_with_bm25_while_the_model_loads_then_in_the_mode_asked(
+    private_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from indexer.index import Index
+
+    monkeypatch.setenv("SEMSEARCH_MODEL_LOADING", "background")
+    gate, real = threading.Event(), Index.load_model
+    monkeypatch.setattr(Index, "load_model", lambda self, device=None: gate.wait(60) and real(self, device))
+    try:
+        at = run_app({"q": "how long do I boil noodles"})
+        assert not at.exception and not at.error and not at.warning
+        assert any("model is still loading, so these are keyword (BM25) results" in i.value for i in at.info)
+        assert any("by BM25 (exact words)" in c.value for c in at.main.caption)
+        assert result_titles(at)[0] == "pasta"
+        assert relevance_badges(at) == {}, "no cosine until the model is there"
+        assert at.radio(key="mode").value == "hybrid", "the mode asked stays selected"
+    finally:
+        gate.set()
+    for thread in threading.enumerate():
+        if thread.name == "semsearch-model-load":
+            thread.join(timeout=120)
+    at.run()
+    assert not at.exception and not any("still loading" in i.value for i in at.info)
+    assert any("by hybrid (both)" in c.value for c in at.main.caption)
+    assert result_titles(at)[0] == "pasta" and set(relevance_badges(at)) == set(result_titles(at))
+
+
+@pytest.mark.skipif(shipped_reranker() is None, reason="models/reranker is not in this checkout")
+def test_a_reranker_that_starts_off_loads_in_the_background_and_reranks_when_asked(
+    private_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_MODEL_LOADING", "background")
+    monkeypatch.delenv("SEMSEARCH_RERANKER")
+    at = run_app()
+    assert not at.exception and at.toggle(key="rerank").value is False
+    at.toggle(key="rerank").set_value(True).run()
+    at.text_input(key="query").input("noodles").run()  # waits for the cross-encoder it asks for
+    assert not at.exception and not at.error
+    assert any("candidates were reranked" in c.value for c in at.main.caption)
+
+
+@pytest.mark.skipif(shipped_reranker() is None, reason="models/reranker is not in this checkout")
+def test_a_background_reranker_that_cannot_load_is_an_error_with_the_fix(
+    private_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import search.rerank
+
+    def broken(path, config=None):
+        raise OSError(f"Cannot load a cross-encoder from {path}: no weights.")
+
+    monkeypatch.setenv("SEMSEARCH_MODEL_LOADING", "background")
+    monkeypatch.delenv("SEMSEARCH_RERANKER")
+    monkeypatch.setattr(search.rerank, "CrossEncoderReranker", broken)
+    at = run_app({"q": "noodles"})
+    assert not at.exception and not at.error, "the first search does not rerank, so it does not fail"
+    at.toggle(key="rerank").set_value(True).run()
+    assert not at.exception
+    assert at.error[0].value.startswith("The reranker (models/reranker) cannot be loaded. Cannot load")
+    assert "Set SEMSEARCH_RERANKER=none" in at.error[0].value

@@ -9,7 +9,8 @@ character escaped, so passages that hold Markdown, LaTeX dollars or HTML show
 as plain text. Two kinds of docstring markup are read rather than shown
 literally: reST emphasis (`*opener*` in italics, `**strong**` in bold, the
 backticks of ``literals`` dropped), and doctest examples (`>>> ...` and their
-output), which the full passage shows as code in monospace.
+output), which the full passage shows as code in monospace. A Markdown heading line that
+opens a passage is not shown as `# ...` in its snippet (`strip_leading_heading`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ _MARKERS = {_ITALIC_MARK: "*", _BOLD_MARK: "**"}
 # A doctest prompt cut in two where a passage begins or ends: ">>" or ">" alone at the edge.
 _CUT_PROMPT_END = re.compile(r"(?:^|\s)>{1,2}\s*$")
 _CUT_PROMPT_START = re.compile(r"^\s*>{1,2}(?=\s)")
+# A Markdown ATX heading line opening a passage (after blank lines): up to three spaces, then
+# one to six #. CommonMark wants a space or the line's end after them; `rest` is the line after.
+_LEADING_HEADING = re.compile(r"(?:[ \t]*\r?\n)*(?P<marks> {0,3}#{1,6})(?P<rest>[^\n]*)(?:\n|\Z)")
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+HEADING_SEPARATOR = " · "
 # Bold coloured text: a background chip adds padding that reads as extra spaces.
 HIGHLIGHT = ":orange[**{}**]"
 ELLIPSIS = "…"
@@ -123,8 +129,37 @@ def _mark(text: str, matches: list[TermMatch], start: int, end: int) -> list[str
     return pieces
 
 
-def snippet_markdown(text: str, query: str, width: int = 320) -> str:
-    """One line of Markdown: the best-matching part of `text`, query terms highlighted."""
+def _heading_words(line: str) -> str:
+    return " ".join(_CLOSING_HASHES.sub("", line.strip().lstrip("#")).split()).casefold()
+
+
+def strip_leading_heading(text: str, title: str | None = None) -> str:
+    """`text` less a Markdown heading line that opens it: dropped when it repeats `title` (the hit
+    shows its title above the snippet already) or is empty; another keeps its words, without its
+    `#` marks, followed by " · ". A passage that is only its title's heading keeps the words.
+    Query words are then matched in what this returns, so highlights line up with it.
+
+    The title is compared as the indexer took it from the file (`indexer.readers.text_title`:
+    the line without its leading #). "#hashtag" or "#include" (no space) is no heading.
+    """
+    match = _LEADING_HEADING.match(text)
+    if match is None:
+        return text
+    line, after = match["marks"] + match["rest"], text[match.end():]
+    if title is not None and _heading_words(line) == _heading_words(title) and after.strip():
+        return strip_leading_heading(after)  # "# Title" then "## Section": the section shows
+    if match["rest"] and match["rest"][0] not in " \t\r":
+        return text
+    words = " ".join(_CLOSING_HASHES.sub("", match["rest"]).split())
+    if not words:
+        return after
+    return f"{words}{HEADING_SEPARATOR}{after}" if after.strip() else words
+
+
+def snippet_markdown(text: str, query: str, width: int = 320, title: str | None = None) -> str:
+    """One line of Markdown: the best-matching part of `text`, query terms highlighted; a
+    heading line opening `text` that repeats `title` is left out (see `strip_leading_heading`)."""
+    text = strip_leading_heading(text, title)
     flat = read_inline_markup(trim_cut_prompts(" ".join(text.split())))
     matches = find_matches(flat, query_terms(query))
     start, end = best_window(flat, matches, width)

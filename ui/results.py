@@ -88,9 +88,10 @@ def source_caption(hit: Hit) -> str:
     return escape_markdown(hit.doc_id)
 
 
-def details_line(hit: Hit, mode: str, match: Relevance) -> str:
-    """Every raw score of a hit, named, and where its passage sits in the document."""
-    parts = [f"cosine {match.cosine:.3f}"]
+def details_line(hit: Hit, mode: str, match: Relevance | None) -> str:
+    """Every raw score of a hit, named, and where its passage sits in the document (no cosine
+    while the model is loading)."""
+    parts: list[str] = [] if match is None else [f"cosine {match.cosine:.3f}"]
     if hit.retriever_score is not None and mode != "dense":
         parts.append(f"{SCORE_LABELS[mode]} {hit.retriever_score:.3f}")
     elif hit.retriever_score is None and mode != "dense":

@@ -8,12 +8,13 @@ the same name updates its document instead of adding a second one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from indexer import BadInputError, BuildReport, IndexConfig, build_index
 from indexer.readers import RECORD_SUFFIXES, content_name
+from ui.csv_columns import CsvMapping, apply_mapping
 
 UPLOADS_DIR = "uploads"
 # The longest file name (in bytes) that ext4, XFS, APFS and NTFS all accept.
@@ -89,8 +90,14 @@ def index_uploads(
     files: Iterable[tuple[str, bytes]],
     index_dir: Path,
     progress: ProgressCallback | None = None,
+    csv_mappings: Mapping[str, CsvMapping] | None = None,
 ) -> UploadResult:
     """Save the uploads and index the uploads folder through the same code path as the CLI.
+
+    `csv_mappings` names, per uploaded CSV (by its name as uploaded), the columns that hold
+    its text, title and id; such a file is saved with its header renamed to the columns every
+    build of the uploads folder reads (`ui.csv_columns.apply_mapping`), so later uploads read
+    it the same way. A mapping that does not fit its file raises ValueError before anything is saved.
 
     A single-document file (any text file, or a binary one) with an issue was
     skipped as a whole, so it is deleted again rather than warned about with
@@ -100,6 +107,10 @@ def index_uploads(
     """
     index_dir = Path(index_dir)
     folder = uploads_dir(index_dir)
+    mappings = csv_mappings or {}
+    latest = dict(files)  # two files of one name: the last is saved, as `save_uploads` would
+    files = [(name, apply_mapping(data, mappings[name], name) if name in mappings else data)
+             for name, data in latest.items()]
     saved = save_uploads(files, folder)
     if not saved:
         raise ValueError(

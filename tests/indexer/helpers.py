@@ -52,7 +52,7 @@ def assert_consistent(index_dir: Path, db_url: str | None = None) -> set[int]:
 
 def stored_vector(snapshot: IndexSnapshot, passage_id: int) -> np.ndarray:
     """The vector a snapshot holds for one passage id (IndexIDMap2 reconstructs by id)."""
-    return snapshot.vectors._index.reconstruct(int(passage_id))
+    return snapshot.vectors.vector(int(passage_id))
 
 
 def embedding_of(model, record: PassageRecord) -> np.ndarray:

@@ -202,3 +202,49 @@ def test_vectors_are_unit_norm(topic_corpus, tmp_path, tiny_model):
         store = index.vectors
     scores, _ = store.search(np.eye(store.dim, dtype=np.float32)[:1], store.ntotal)
     assert np.all(np.abs(scores) <= 1.0 + 1e-5)
+
+
+def test_a_build_with_nothing_to_embed_never_loads_the_model(topic_corpus, tmp_path, tiny_model, monkeypatch):
+    """An unchanged source, and one with documents only removed, commit without the bi-encoder;
+    anything to embed, or --rebuild, loads it."""
+    import indexer.build
+
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    loads = []
+    real_load = indexer.build.load_bi_encoder
+    monkeypatch.setattr(indexer.build, "load_bi_encoder", lambda spec: loads.append(spec) or real_load(spec))
+
+    unchanged = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert (unchanged.documents_unchanged, unchanged.passages_embedded) == (4, 0)
+    assert unchanged.total_documents == 4 and unchanged.model == indexer.build.ModelSpec.resolve(tiny_model).id
+    (topic_corpus / "markets.txt").unlink()
+    removed = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert (removed.documents_removed, removed.passages_removed, removed.total_documents) == (1, 1, 3)
+    sql_ids, faiss_ids = store_state(index_dir)
+    assert sql_ids == faiss_ids and len(sql_ids) == 3
+    assert loads == [], "nothing was embedded, so the model was not loaded"
+
+    (topic_corpus / "new.txt").write_text("The orchestra played a symphony by Brahms.")
+    added = build_index(config(topic_corpus, index_dir, tiny_model))
+    assert (added.documents_added, added.passages_embedded) == (1, 1) and len(loads) == 1
+    build_index(config(topic_corpus, index_dir, tiny_model, rebuild=True))
+    assert len(loads) == 2, "--rebuild re-embeds everything"
+
+
+def test_a_build_with_nothing_to_embed_still_refuses_damaged_files_and_another_model(
+    topic_corpus, tmp_path, tiny_model
+):
+    import shutil
+
+    from indexer import IndexUnreadableError
+
+    index_dir = tmp_path / "idx"
+    build_index(config(topic_corpus, index_dir, tiny_model))
+    other = shutil.copytree(tiny_model, tmp_path / "other_model")
+    with pytest.raises(IndexMismatchError, match="it is another model.*--rebuild"):
+        build_index(config(topic_corpus, index_dir, str(other)))
+    vector_file = index_dir / committed_files(index_dir)[0]
+    vector_file.write_bytes(vector_file.read_bytes()[:-8])
+    with pytest.raises(IndexUnreadableError, match="damaged"):
+        build_index(config(topic_corpus, index_dir, tiny_model))

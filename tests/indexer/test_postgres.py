@@ -124,3 +124,32 @@ def test_postgres_ids_are_never_reused_and_stale_readers_read_their_own_text(top
         assert index.refresh() is True and set(index.snapshot().vectors.ids().tolist()) == after
     finally:
         index.close()
+
+
+def test_delta_segments_and_tombstones_on_postgres(topic_corpus, tmp_path, tiny_model, pg_schema_url):
+    """The proportionate commit path (a delta segment, a tombstone) keeps PostgreSQL, FAISS and
+    BM25 in step, and an older table of this format gains its layout column in place."""
+    from sqlalchemy import text as sql
+
+    from indexer.segments import SegmentPolicy
+    from tests.indexer.helpers import assert_consistent
+
+    index_dir = tmp_path / "idx"
+    cfg = IndexConfig(source=topic_corpus, index_dir=index_dir, model=tiny_model, db_url=pg_schema_url,
+                      show_progress=False, segments=SegmentPolicy(min_base_passages=0, merge_fraction=1.0))
+    build_index(cfg)
+    engine = create_engine(pg_schema_url)
+    with engine.begin() as conn:  # as a table from before index types: no layout column
+        conn.execute(sql("ALTER TABLE semsearch_index_info DROP COLUMN layout"))
+    engine.dispose()
+    (topic_corpus / "volcano.txt").unlink()
+    (topic_corpus / "glacier.txt").write_text("The glacier retreated a kilometre in a decade.")
+    report = build_index(cfg)
+    assert (report.documents_added, report.documents_removed, report.total_documents) == (1, 1, 4)
+    assert len(assert_consistent(index_dir, pg_schema_url)) == report.total_passages
+    searcher = Searcher(index_dir)
+    stats = searcher.stats()
+    assert (stats.delta_segments, stats.deleted_pending) == (1, 1)
+    assert searcher.search("glacier retreated", k=1, mode="bm25")[0].doc_id == "glacier.txt"
+    assert "volcano.txt" not in {h.doc_id for h in searcher.search("volcano", k=10, mode="bm25")}
+    searcher.close()

@@ -224,7 +224,7 @@ def test_a_build_that_dies_before_its_commit_leaves_the_previous_build(built, mo
     def die(self, *args):
         raise RuntimeError("killed before the commit")
 
-    monkeypatch.setattr(BuildTransaction, "_write", die)
+    monkeypatch.setattr(BuildTransaction, "_record", die)  # files written, info row not yet
     with pytest.raises(RuntimeError, match="killed before the commit"):
         build_index(config(source, index_dir, model))
     monkeypatch.undo()

@@ -77,7 +77,8 @@ def test_stats_describe_the_build(client, served_index):
     stats = Searcher(served_index).stats()
     assert (body["documents"], body["passages"]) == (5, stats.passages)
     assert body["build_id"] == stats.build_id and body["model"] == stats.model
-    assert body["index_type"] == "flat" and body["dimension"] == 32
+    assert body["index_type"].startswith("exact") and body["recall_at_10"] == 1.0
+    assert body["dimension"] == 32 and body["delta_segments"] == 0
     assert set(body["modes"]) == {"dense", "bm25", "hybrid"}
     assert body["reranker"] is None and body["rerank_default"] is False
     assert body["built_at"] and body["build_seconds"] >= 0

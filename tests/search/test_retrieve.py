@@ -138,6 +138,20 @@ def test_choose_mode_falls_back_only_when_no_mode_was_named(tmp_path: Path):
         choose_mode("x", "hybrid", everything, tmp_path)
 
 
+def test_choose_mode_answers_bm25_while_the_model_loads(tmp_path: Path):
+    everything, dense_only = ("dense", "bm25", "hybrid"), ("dense",)
+    for requested, asked in ((None, "hybrid"), ("hybrid", "hybrid"), ("dense", "dense")):
+        waiting = choose_mode(requested, "hybrid", everything, tmp_path, model_ready=False)
+        assert waiting.mode == "bm25"
+        assert waiting.fallback_reason == (
+            "The semantic model is still loading, so these are keyword (BM25) results; searches run "
+            f"in {asked} mode as soon as it has loaded."
+        )
+    assert choose_mode("bm25", "hybrid", everything, tmp_path, model_ready=False) == ModeChoice("bm25")
+    no_bm25 = choose_mode(None, "hybrid", dense_only, tmp_path, model_ready=False)
+    assert no_bm25.mode == "dense" and "has no BM25 index" in no_bm25.fallback_reason, "waits for the model"
+
+
 def test_index_without_bm25_searches_dense_and_says_so(tiny_index, caplog, monkeypatch):
     without_bm25(monkeypatch)
     searcher = Searcher(tiny_index)

@@ -300,3 +300,107 @@ def test_fusion_decides_the_hybrid_order(tiny_index):
         ]
     dense_only = searcher.search(text, k=5, mode="hybrid", fusion="minmax", fusion_weight=1.0)
     assert [h.doc_id for h in dense_only] == [h.doc_id for h in searcher.search(text, k=5, mode="dense")]
+
+
+# --- when the model loads: eager (default), background, lazy (tiny models) -----------------------
+
+
+@pytest.fixture()
+def gated_model_load(monkeypatch):
+    """Every `Index.load_model` from here on waits for the returned event: a slow model load,
+    released by the test, not by a sleep. Released at the end in any case."""
+    import threading
+
+    from indexer.index import Index
+
+    gate = threading.Event()
+    calls = []
+    real = Index.load_model
+
+    def slow(self, device=None):
+        calls.append(threading.current_thread().name)
+        assert gate.wait(60), "the test never released the model load"
+        return real(self, device)
+
+    monkeypatch.setattr(Index, "load_model", slow)
+    gate.calls = calls  # type: ignore[attr-defined]
+    yield gate
+    gate.set()
+
+
+def test_background_loading_answers_bm25_until_the_model_is_ready_then_the_mode_asked(tiny_index, gated_model_load):
+    searcher = Searcher(tiny_index, model_loading="background")
+    assert searcher.model_loading
+    keyword = Searcher(tiny_index, model_loading="lazy").search_detailed("bread dough", k=3, mode="bm25")
+    for mode in (None, "hybrid", "dense"):
+        early = searcher.search_detailed("bread dough", k=3, mode=mode)
+        assert early.mode == "bm25" and early.timings.encode_s == 0.0
+        assert early.fallback_reason is not None and "model is still loading" in early.fallback_reason
+        assert f"searches run in {mode or 'hybrid'} mode as soon as it has loaded" in early.fallback_reason
+        assert early.hits == keyword.hits
+    assert searcher.search_detailed("bread dough", mode="bm25").fallback_reason is None, "BM25 asked: no fallback"
+
+    gated_model_load.set()
+    searcher.wait_for_model(timeout=60)
+    assert not searcher.model_loading and gated_model_load.calls == ["semsearch-model-load"]
+    ready = searcher.search_detailed("bread dough", k=3)
+    assert ready.mode == "hybrid" and ready.fallback_reason is None and ready.timings.encode_s > 0
+    assert ready.hits == Searcher(tiny_index).search_detailed("bread dough", k=3).hits
+
+
+def test_background_loading_without_bm25_waits_for_the_model(tiny_index, gated_model_load, monkeypatch):
+    import threading
+
+    from tests.search.helpers import without_bm25
+
+    without_bm25(monkeypatch)
+    searcher = Searcher(tiny_index, model_loading="background")
+    threading.Timer(0.2, gated_model_load.set).start()
+    result = searcher.search_detailed("bread dough", k=3)  # returns only once the model has loaded
+    assert result.mode == "dense" and "has no BM25 index" in result.fallback_reason
+    assert not searcher.model_loading
+
+
+def test_wait_for_model_times_out_with_the_fix(tiny_index, gated_model_load):
+    searcher = Searcher(tiny_index, model_loading="background")
+    with pytest.raises(TimeoutError, match=r"The model did not load within 0\.05 s; wait longer"):
+        searcher.wait_for_model(timeout=0.05)
+
+
+def test_lazy_loading_loads_on_the_first_search_that_needs_the_model(tiny_index, monkeypatch):
+    from indexer.index import Index
+
+    loads = []
+    real = Index.load_model
+    monkeypatch.setattr(Index, "load_model", lambda self, device=None: loads.append(1) or real(self, device))
+    searcher = Searcher(tiny_index, model_loading="lazy")
+    assert searcher.search_detailed("bread", mode="bm25").mode == "bm25" and not searcher.model_loading
+    assert loads == [], "a BM25 search never loads the model"
+    result = searcher.search_detailed("bread")
+    assert result.mode == "hybrid" and result.fallback_reason is None and loads == [1]
+    searcher.search("bread", mode="dense")
+    assert loads == [1], "loaded once"
+
+
+def test_a_model_that_cannot_load_fails_each_search_that_needs_it_with_the_fix(tiny_index, tiny_model):
+    import shutil
+
+    from search import IndexUnreadableError
+
+    shutil.rmtree(tiny_model)
+    with pytest.raises(IndexUnreadableError, match="model folder .* is gone.*--rebuild"):
+        Searcher(tiny_index)  # eager, the default: as before, from the constructor
+    for loading in ("background", "lazy"):
+        searcher = Searcher(tiny_index, model_loading=loading)
+        assert [h.doc_id for h in searcher.search("bread dough", mode="bm25")] == ["baking.txt"]
+        for mode in (None, "dense", "hybrid"):
+            with pytest.raises(IndexUnreadableError, match="model folder .* is gone.*--rebuild"):
+                searcher.search("bread dough", mode=mode)
+        with pytest.raises(IndexUnreadableError, match="model folder .* is gone"):
+            searcher.wait_for_model()
+        assert [h.doc_id for h in searcher.search("bread dough", mode="bm25")] == ["baking.txt"]
+
+
+def test_unknown_model_loading_is_an_error_naming_the_choices(tiny_index):
+    with pytest.raises(ValueError, match=r"Unknown model_loading 'later'\. Valid: eager, background, lazy\."):
+        Searcher(tiny_index, model_loading="later")

@@ -15,6 +15,7 @@ from ui.highlight import (
     passage_markdown,
     query_terms,
     snippet_markdown,
+    strip_leading_heading,
 )
 
 
@@ -162,3 +163,55 @@ def test_doctest_examples_show_as_code_and_cut_prompts_are_dropped() -> None:
     assert "~~~python\n>>> import os\n>>> os.path.join('a', 'b')\n'a/b'\n~~~" in shown
     assert shown.endswith(":orange[**paths**]\\.")  # the cut ">>" is gone
     assert not snippet_markdown("> > prompt cut >>", "prompt").endswith("\\>\\>")
+
+
+def _marked_words(markdown: str) -> list[str]:
+    return [piece.split("**]", 1)[0].replace("\\", "") for piece in markdown.split(":orange[**")[1:]]
+
+
+def _unmarked(markdown: str) -> str:
+    """The plain text a snippet shows: highlights and escapes taken off, ellipses kept."""
+    return markdown.replace(":orange[**", "").replace("**]", "").replace("\\", "")
+
+
+def test_snippet_leaves_out_a_heading_that_repeats_the_title() -> None:
+    text = "# Open files\n\nTo open a file, call open(path); an opened file is closed by close()."
+    snippet = snippet_markdown(text, "open file", title="Open files")
+    assert snippet.startswith("To :orange[**open**] a :orange[**file**]\\, call")
+    assert "\\#" not in snippet and "Open files" not in snippet
+    # Highlights line up with the words shown: each marked word is the one the text has there.
+    assert _unmarked(snippet) == " ".join(strip_leading_heading(text, "Open files").split())
+    assert _marked_words(snippet) == ["open", "file", "open", "opened", "file"]
+    # The full passage (and so every stored offset) is left whole.
+    assert passage_markdown(text, "open file").startswith("\\# :orange[**Open**] :orange[**files**]")
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "shown"),
+    [
+        ("# Title\nBody text.", "Title", "Body text."),
+        ("\n  ## Title ##\r\nBody.", "title", "Body."),  # blank line first, closing #s, CRLF
+        ("#Title\nBody.", "Title", "Body."),  # the indexer takes "#Title" as the title too
+        ("# Title\n\n## Usage\nRun it.", "Title", "Usage · Run it."),  # a section keeps its words
+        ("## Usage\nRun it.", "Title", "Usage · Run it."),
+        ("#\nBody.", None, "Body."),  # an empty heading
+        ("# Title", "Title", "Title"),  # only the heading: its words, not nothing
+        ("#hashtag and text", None, "#hashtag and text"),  # no space after #: no heading
+        ("#include <stdio.h>\nint x;", "other", "#include <stdio.h>\nint x;"),
+        ("    # indented four: code\nx", None, "    # indented four: code\nx"),
+        ("Text first\n# Later heading", "Later heading", "Text first\n# Later heading"),
+        ("# C#\nBody.", "C#", "Body."),  # a # inside the words is no closing sequence
+    ],
+)
+def test_strip_leading_heading(text: str, title: str | None, shown: str) -> None:
+    assert strip_leading_heading(text, title) == shown
+
+
+def test_snippet_window_and_highlights_are_taken_after_the_heading_is_left_out() -> None:
+    """A long passage: the window is chosen in the text shown, so the marks sit on the words."""
+    text = "# Volcanoes\n\n" + "Filler words here. " * 40 + "Volcanoes erupt lava and ash. " + "More. " * 40
+    snippet = snippet_markdown(text, "volcano lava", width=80, title="Volcanoes")
+    assert snippet.startswith(ELLIPSIS) and "\\#" not in snippet
+    assert ":orange[**Volcanoes**] erupt :orange[**lava**] and ash" in snippet
+    shown = _unmarked(snippet).strip(ELLIPSIS)
+    assert shown in " ".join(strip_leading_heading(text, "Volcanoes").split())

@@ -71,3 +71,8 @@ def test_result_caption_says_mode_reranking_and_time() -> None:
         "0 best matching documents, best first, by BM25 (exact words) (0 ms)."
     )
     assert (plural(1, "file"), plural(2, "file")) == ("1 file", "2 files")
+
+
+def test_details_line_leaves_out_the_cosine_while_the_model_loads() -> None:
+    hit = Hit(doc_id="d", title="t", text="some text", score=11.5, end_char=9)
+    assert details_line(hit, "bm25", None) == "BM25 11.500 · characters 0–9 of the document"

@@ -8,6 +8,7 @@ import pytest
 
 from indexer import BadInputError
 from search import Searcher
+from ui.csv_columns import CsvMapping
 from ui.uploads import (
     MAX_NAME_BYTES,
     fit_name,
@@ -84,6 +85,34 @@ def test_save_uploads_writes_bytes_and_replaces_same_name(tmp_path: Path) -> Non
 def test_index_uploads_rejects_an_empty_batch(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="No files were uploaded"):
         index_uploads([], tmp_path / "index")
+
+
+def test_index_uploads_refuses_a_csv_mapping_that_does_not_fit_before_saving_anything(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    with pytest.raises(ValueError, match=r"people\.csv has no column 'body' for the text \(its columns: "
+                       r"'name', 'bio'\); choose one of them"):
+        index_uploads([("notes.txt", b"Kept out too."), ("people.csv", b"name,bio\nAda,wrote\n")], index,
+                      csv_mappings={"people.csv": CsvMapping(text="body")})
+    assert not uploads_dir(index).exists() and not index.exists()
+
+
+@pytest.mark.integration
+def test_index_uploads_maps_each_csv_its_own_way_and_later_uploads_read_it_the_same(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    result = index_uploads(
+        [("people.csv", b"name,bio\nAda Lovelace,Wrote the first program for the Analytical Engine.\n"),
+         ("news.csv", b"key,headline,body\nn1,Volcano erupts,Lava flows down the mountain near the village.\n"),
+         ("plain.csv", b"id,text\np1,A csv with the default columns needs no mapping.\n")],
+        index,
+        csv_mappings={"people.csv": CsvMapping(text="bio", title="name"),
+                      "news.csv": CsvMapping(text="body", title="headline", id="key")},
+    )
+    assert result.issues == [] and result.report.documents_added == 3
+    hits = {h.doc_id: h.title for h in Searcher(index).search("volcanic eruption", k=3)}
+    assert hits == {"n1": "Volcano erupts", "people.csv#L2": "Ada Lovelace", "p1": ""}
+    again = index_uploads([("bread.txt", b"Bread needs yeast and time to rise.")], index)
+    assert again.issues == [], "the mapped files read as mapped in every later build of the folder"
+    assert (again.report.documents_added, again.report.documents_unchanged) == (1, 3)
 
 
 @pytest.mark.integration

@@ -1,0 +1,453 @@
+"""Which FAISS index holds the vectors: exact flat search or an approximate one for large collections.
+
+Everything here is FAISS and numpy: the choice of index (`resolve`), building it from a factory
+string (`create`, `train`), calibrating its search parameter against exact search
+(`calibrate`) and reading it back (`reconstruct_all`). Vectors are unit-normalised, so inner
+product is cosine; ids are int64 passage ids.
+
+IVF indexes store ids themselves and are *not* wrapped in `IndexIDMap2`: the wrapper compacts
+its id map on `remove_ids` while the IVF lists keep the old positions, so every later hit maps
+to the wrong id (checked against faiss 1.15.1). Use `stored_ids` and `remove_ids` below, which
+work for both shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+
+import faiss
+import numpy as np
+
+KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
+STORAGES = ("auto", "float32", "float16", "sq8")  # ivfpq stores PQ codes: storage must stay auto
+PLAN_KINDS = ("flat", "ivf", "hnsw", "ivfpq")
+PLAN_STORAGES = ("float32", "float16", "sq8", "pq")
+IVF_KINDS = ("ivf", "ivfpq")
+_CODEC = {"float32": "Flat", "float16": "SQfp16", "sq8": "SQ8"}
+
+# Exact flat search is used up to this many passages. Rule: the largest size measured by
+# bench/bench_ann_threshold.py whose single-query, one-thread flat p95 (CPU time, k=100, dim 384)
+# is <= 5 ms, a third of the 15 ms p95 budget of the whole hybrid retrieve stage. Measured
+# 2026-11-23 on the 2-core EPYC dev machine: 25k 3.03 ms, 35k 4.08 ms, 50k 6.25 ms, 100k 12.9 ms;
+# the IVF,SQ8 peer stayed under 0.8 ms up to 200k (BENCHMARKS.md).
+EXACT_MAX_PASSAGES = 35_000
+# k-means wants at least 39 training points per centroid (faiss warns below that), so an IVF
+# is never given more lists than n // 39.
+MIN_POINTS_PER_CENTROID = 39
+# Points per centroid we train on: faiss recommends 30 to 256 and its k-means subsamples to 256
+# anyway. k-means costs sample x nlist x dim per iteration, so 64 keeps a 1M-vector IVF4096
+# training to minutes on a few cores with little loss of centroid quality.
+TRAIN_POINTS_PER_CENTROID = 64
+PQ_CENTROIDS = 256  # 8-bit PQ codes: 256 centroids per sub-quantizer
+PQ_TRAIN_SAMPLE = 65_536  # faiss's PQ k-means subsamples to 256 points per centroid
+SQ_TRAIN_SAMPLE = 65_536  # SQ8 learns a per-dimension min/max range; a sample sees it well
+RETRAIN_GROWTH = 4
+EF_SEARCH_SWEEP = (16, 32, 64, 128, 256, 512, 1024)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class VectorIndexConfig:
+    """What the user asks for (CLI: --vector-index, --vector-storage, --nlist, --hnsw-m, --pq-m,
+    --target-recall). `None` and "auto" are resolved per collection size by `resolve`."""
+
+    kind: str = "auto"
+    storage: str = "auto"
+    nlist: int | None = None
+    hnsw_m: int = 32
+    pq_m: int | None = None  # bytes per vector for ivfpq; None: dim // 8
+    target_recall: float = 0.95  # recall@10 against exact search that calibration must reach
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Unknown vector index kind {self.kind!r}. Valid: {', '.join(KINDS)}.")
+        if self.storage not in STORAGES:
+            raise ValueError(f"Unknown vector storage {self.storage!r}. Valid: {', '.join(STORAGES)}.")
+        if self.kind == "ivfpq" and self.storage != "auto":
+            raise ValueError(
+                f"storage ({self.storage!r}) does not apply to kind 'ivfpq', which stores PQ codes "
+                "(set their size with pq_m); leave storage as 'auto'."
+            )
+        if self.nlist is not None and (not _is_int(self.nlist) or self.nlist < 1):
+            raise ValueError(f"nlist ({self.nlist!r}) must be an integer >= 1, or None to choose from n.")
+        if self.nlist is not None and self.kind in ("flat", "hnsw"):
+            raise ValueError(f"nlist ({self.nlist}) applies only to kinds ivf and ivfpq, not {self.kind!r}.")
+        if not _is_int(self.hnsw_m) or not 2 <= self.hnsw_m <= 512:
+            raise ValueError(f"hnsw_m ({self.hnsw_m!r}) must be an integer from 2 to 512 (32 is usual).")
+        if self.pq_m is not None and (not _is_int(self.pq_m) or self.pq_m < 1):
+            raise ValueError(f"pq_m ({self.pq_m!r}) must be an integer >= 1, or None for dim // 8.")
+        if self.pq_m is not None and self.kind != "ivfpq":
+            raise ValueError(f"pq_m ({self.pq_m}) applies only to kind 'ivfpq', not {self.kind!r}.")
+        if not isinstance(self.target_recall, float | int) or not 0.0 < self.target_recall <= 1.0:
+            raise ValueError(f"target_recall ({self.target_recall!r}) must be in (0, 1], e.g. 0.95.")
+
+
+@dataclass(frozen=True)
+class VectorIndexPlan:
+    """What `resolve` chose for a given size; stored in the index info as `to_json()`."""
+
+    kind: str
+    storage: str
+    factory: str
+    nlist: int | None
+    hnsw_m: int | None
+    pq_m: int | None
+    trained_on: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in PLAN_KINDS:
+            raise ValueError(f"plan kind {self.kind!r} is not one of {', '.join(PLAN_KINDS)}.")
+        if self.storage not in PLAN_STORAGES:
+            raise ValueError(f"plan storage {self.storage!r} is not one of {', '.join(PLAN_STORAGES)}.")
+        if (self.kind in IVF_KINDS) != (self.nlist is not None):
+            raise ValueError(f"plan nlist ({self.nlist}) must be set exactly for ivf and ivfpq ({self.kind!r}).")
+        if (self.kind == "hnsw") != (self.hnsw_m is not None):
+            raise ValueError(f"plan hnsw_m ({self.hnsw_m}) must be set exactly for hnsw ({self.kind!r}).")
+        if not (self.kind == "ivfpq") == (self.pq_m is not None) == (self.storage == "pq"):
+            raise ValueError(f"plan pq_m ({self.pq_m}) and storage 'pq' ({self.storage!r}) go with "
+                             f"kind ivfpq only ({self.kind!r}).")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> VectorIndexPlan:
+        names = {f.name for f in fields(cls)}
+        missing, unknown = sorted(names - set(d)), sorted(set(d) - names)
+        if missing or unknown:
+            raise ValueError(
+                f"Stored vector index plan has missing keys {missing} and unknown keys {unknown}; "
+                "rebuild the index with `python -m indexer build ... --rebuild`."
+            )
+        return cls(**{name: d[name] for name in names})
+
+
+def default_nlist(n: int) -> int:
+    """About 4 * sqrt(n) inverted lists (faiss's guideline is 4 to 16 * sqrt(n)), rounded to a
+    power of two, clamped to [16, 65536], and never more than n // 39 so k-means gets at least
+    39 training points per centroid (then the largest power of two within that cap)."""
+    cap = n // MIN_POINTS_PER_CENTROID
+    if cap < 1:
+        raise ValueError(
+            f"An IVF index needs at least {MIN_POINTS_PER_CENTROID} vectors to train a centroid; "
+            f"got {n}. Use --vector-index flat (or auto) for a collection this small."
+        )
+    nlist = min(max(2 ** round(math.log2(4 * math.sqrt(n))), 16), 65_536)
+    return nlist if nlist <= cap else 2 ** int(math.log2(cap))
+
+
+def resolve(config: VectorIndexConfig, n: int, dim: int) -> VectorIndexPlan:
+    """The index for `n` vectors of `dim` dimensions.
+
+    kind auto: flat up to EXACT_MAX_PASSAGES vectors, IVF above.
+    storage auto: sq8 for an IVF that auto chose (a 1M x 384 float32 index is 1.5 GB, sq8 is
+    384 MB; at 100k it lost 0.002 recall@10 at the same nprobe, see BENCHMARKS.md); float32 for
+    flat, hnsw and an IVF asked for by name; pq for ivfpq.
+    A kind that cannot be trained at this n raises ValueError saying what to change; there is
+    no silent fallback, so an index is always what the user asked for.
+    """
+    if not _is_int(n) or n < 0:
+        raise ValueError(f"n ({n!r}) must be a count of vectors >= 0.")
+    if not _is_int(dim) or dim < 1:
+        raise ValueError(f"dim ({dim!r}) must be a positive integer.")
+    auto = config.kind == "auto"
+    kind = ("flat" if n <= EXACT_MAX_PASSAGES else "ivf") if auto else config.kind
+    storage = config.storage
+    if kind == "ivfpq":
+        storage = "pq"
+    elif storage == "auto":
+        storage = "sq8" if auto and kind == "ivf" else "float32"
+    nlist = hnsw_m = pq_m = None
+    if kind in IVF_KINDS:
+        nlist = config.nlist if config.nlist is not None else default_nlist(n)
+        need = MIN_POINTS_PER_CENTROID * nlist
+        if n < need:
+            raise ValueError(
+                f"{kind} with nlist {nlist} needs at least {need} vectors to train "
+                f"({MIN_POINTS_PER_CENTROID} per list); got {n}. Lower --nlist, or use "
+                "--vector-index flat or auto."
+            )
+    if kind == "ivfpq":
+        pq_m = config.pq_m if config.pq_m is not None else dim // 8
+        if pq_m < 1 or dim % pq_m:
+            divisors = ", ".join(str(m) for m in range(1, dim + 1) if dim % m == 0)
+            raise ValueError(
+                f"pq_m ({pq_m}) must divide the dimension ({dim}); pass one of {divisors} "
+                "with --pq-m (bytes per vector)."
+            )
+        need = MIN_POINTS_PER_CENTROID * PQ_CENTROIDS
+        if n < need:
+            raise ValueError(
+                f"ivfpq needs at least {need} vectors to train its {PQ_CENTROIDS}-code "
+                f"sub-quantizers; got {n}. Use --vector-index ivf or flat."
+            )
+        factory = f"IVF{nlist},PQ{pq_m}"
+    elif kind == "ivf":
+        factory = f"IVF{nlist},{_CODEC[storage]}"
+    elif kind == "hnsw":
+        hnsw_m = config.hnsw_m
+        factory = f"HNSW{hnsw_m},{_CODEC[storage]}"
+    else:
+        factory = _CODEC[storage]
+    if storage == "sq8" and n < 1:
+        raise ValueError("sq8 storage learns each dimension's range from the vectors; got none. "
+                         "Use --vector-storage float32 for an empty index.")
+    plan = VectorIndexPlan(kind, storage, factory, nlist, hnsw_m, pq_m, trained_on=0)
+    return replace(plan, trained_on=training_sample_size(plan, n))
+
+
+def training_sample_size(plan: VectorIndexPlan, n: int) -> int:
+    """Rows to train on: 0 when the index needs no training (float32/float16 flat and hnsw);
+    64 per IVF list (see TRAIN_POINTS_PER_CENTROID), at least PQ_TRAIN_SAMPLE for ivfpq so the
+    PQ codebooks see enough points, SQ_TRAIN_SAMPLE for sq8 ranges; never more than n."""
+    if plan.kind in IVF_KINDS:
+        want = TRAIN_POINTS_PER_CENTROID * plan.nlist
+        if plan.kind == "ivfpq":
+            want = max(want, PQ_TRAIN_SAMPLE)
+        return min(n, want)
+    return min(n, SQ_TRAIN_SAMPLE) if plan.storage == "sq8" else 0
+
+
+def create(plan: VectorIndexPlan, dim: int) -> faiss.Index:
+    """An empty index for `plan`, keyed by passage id: IVF indexes store ids in their lists;
+    the others sit in an `IndexIDMap2` (see the module docstring for why not IVF)."""
+    inner = faiss.index_factory(dim, plan.factory, faiss.METRIC_INNER_PRODUCT)
+    if plan.kind == "ivfpq":
+        # The factory turns on polysemous training (Hamming filtering we never search with);
+        # it took 20 of 21 s of a 10k-vector training.
+        faiss.downcast_index(inner).do_polysemous_training = False
+    return inner if plan.kind in IVF_KINDS else faiss.IndexIDMap2(inner)
+
+
+def train(index: faiss.Index, vectors: np.ndarray, sample: int, seed: int = 0) -> int:
+    """Train on a random sample (without replacement) of at most `sample` rows; returns the rows
+    used, 0 when the index needs no training or is already trained."""
+    if index.is_trained:
+        return 0
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    count = min(int(sample), len(vectors))
+    if count < 1:
+        raise ValueError(f"This index needs training vectors; got {len(vectors)} rows and sample {sample}.")
+    rows = np.random.default_rng(seed).choice(len(vectors), size=count, replace=False)
+    index.train(vectors[np.sort(rows)])
+    return count
+
+
+def _id_mapped(index: faiss.Index) -> bool:
+    return isinstance(faiss.downcast_index(index), faiss.IndexIDMap2 | faiss.IndexIDMap)
+
+
+def _ivf(index: faiss.Index) -> faiss.IndexIVF | None:
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None
+
+
+def stored_ids(index: faiss.Index) -> np.ndarray:
+    """Every id in the index: the id map of an `IndexIDMap2`, else the ids in the IVF lists."""
+    owner, index = index, faiss.downcast_index(index)  # noqa: F841 -- the wrapper does not own it
+    if _id_mapped(index):
+        return faiss.vector_to_array(index.id_map).astype(np.int64)
+    ivf = _ivf(index)
+    if ivf is None:
+        raise TypeError(f"{type(index).__name__} holds no ids; build it with ann.create.")
+    lists, parts = ivf.invlists, []
+    for list_no in range(ivf.nlist):
+        size = lists.list_size(list_no)
+        if size:
+            ptr = lists.get_ids(list_no)
+            parts.append(faiss.rev_swig_ptr(ptr, size).copy())
+            lists.release_ids(list_no, ptr)
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+def remove_ids(index: faiss.Index, ids: np.ndarray) -> int:
+    """Remove `ids`; returns how many were removed. HNSW cannot remove (see `supports_remove`)."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    if len(ids) == 0:
+        return 0
+    ivf = _ivf(index)
+    hashed = ivf is not None and ivf.direct_map.type == faiss.DirectMap.Hashtable
+    # A hashtable direct map removes only through IDSelectorArray; elsewhere a Batch selector
+    # is the fast one (Array's membership test is a linear scan).
+    selector = faiss.IDSelectorArray(ids) if hashed else faiss.IDSelectorBatch(ids)
+    return int(index.remove_ids(selector))
+
+
+def supports_remove(plan: VectorIndexPlan) -> bool:
+    return plan.kind != "hnsw"  # faiss HNSW has no remove_ids: rebuild instead
+
+
+def needs_retrain(plan: VectorIndexPlan, n: int, config: VectorIndexConfig | None = None) -> bool:
+    """Whether an IVF trained for `plan` is stale at `n` vectors: a fresh resolve would pick
+    RETRAIN_GROWTH times as many lists (an IVF256 trained on 50k is wrong for 2M), or `n` is
+    RETRAIN_GROWTH times the training sample *and* a fresh training would see more vectors
+    (the centroids never saw most of the collection; the second clause keeps a 1M index,
+    trained on its capped 262k sample, from retraining at 1.05M). Pass the user's `config` so
+    an explicit --nlist is kept rather than regrown."""
+    if plan.kind not in IVF_KINDS or n < MIN_POINTS_PER_CENTROID:
+        return False
+    explicit = config is not None and config.nlist is not None
+    fresh = replace(plan, nlist=config.nlist if explicit else default_nlist(n))
+    if fresh.nlist >= RETRAIN_GROWTH * plan.nlist:
+        return True
+    return n > RETRAIN_GROWTH * plan.trained_on and training_sample_size(fresh, n) > plan.trained_on
+
+
+def reconstruct_all(index: faiss.Index) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, vectors) of everything stored, for retraining or rebuilding. Exact for float32
+    storage; float16, sq8 and pq give back their decoded (lossy) approximation. An IVF gets a
+    temporary hashtable direct map for this, so do not call it while another thread writes."""
+    owner, index = index, faiss.downcast_index(index)  # noqa: F841 -- the wrapper does not own it
+    if _id_mapped(index):
+        ids = stored_ids(index)
+        inner = faiss.downcast_index(index.index)
+        vectors = inner.reconstruct_n(0, inner.ntotal) if len(ids) else np.zeros((0, index.d), np.float32)
+        return ids, vectors
+    ivf = _ivf(index)
+    if ivf is None:
+        raise TypeError(f"{type(index).__name__} holds no ids; build it with ann.create.")
+    ids = stored_ids(index)
+    if len(ids) == 0:
+        return ids, np.zeros((0, index.d), np.float32)
+    previous = ivf.direct_map.type
+    if previous != faiss.DirectMap.Hashtable:
+        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+    try:
+        return ids, ivf.reconstruct_batch(ids)
+    finally:
+        if previous != faiss.DirectMap.Hashtable:
+            ivf.set_direct_map_type(previous)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    param: str | None  # "nprobe" | "efSearch" | None (an index with no search parameter)
+    value: int | None
+    recall: float  # mean recall@k against exact search
+    queries: int
+    k: int
+    recall_at_10: float | None = None  # at the same value, when k is not 10 (what stats show)
+
+    @property
+    def shown_recall(self) -> float:
+        return self.recall if self.k == 10 or self.recall_at_10 is None else self.recall_at_10
+
+
+def search_param(index: faiss.Index) -> str | None:
+    """The parameter that trades speed for recall on this index, or None."""
+    if _ivf(index) is not None:
+        return "nprobe"
+    owner, index = index, faiss.downcast_index(index)  # noqa: F841 -- the wrapper does not own it
+    inner = faiss.downcast_index(index.index) if _id_mapped(index) else index
+    return "efSearch" if isinstance(inner, faiss.IndexHNSW) else None
+
+
+def set_search_param(index: faiss.Index, param: str | None, value: int | None) -> None:
+    """Set nprobe/efSearch through any wrapper (faiss.ParameterSpace finds the inner index)."""
+    if param is None:
+        return
+    if param not in ("nprobe", "efSearch") or not _is_int(value) or value < 1:
+        raise ValueError(f"search parameter {param!r}={value!r}: expected nprobe or efSearch >= 1.")
+    faiss.ParameterSpace().set_index_parameter(index, param, int(value))
+
+
+def recall_at_k(exact: np.ndarray, approx: np.ndarray, k: int) -> float:
+    """Mean over rows of |exact top k & approx top k| / (valid exact ids), ignoring -1 padding.
+    Rows with no valid exact id are skipped; with none at all the recall is 1.0."""
+    exact, approx = np.asarray(exact), np.asarray(approx)
+    if exact.shape[0] != approx.shape[0]:
+        raise ValueError(f"exact has {exact.shape[0]} rows, approx {approx.shape[0]}.")
+    scores = []
+    for truth, found in zip(exact[:, :k], approx[:, :k], strict=True):
+        valid = set(truth[truth >= 0].tolist())
+        if valid:
+            scores.append(len(valid & set(found.tolist())) / len(valid))
+    return float(np.mean(scores)) if scores else 1.0
+
+
+def _without_self(found: np.ndarray, self_ids: np.ndarray, k: int) -> np.ndarray:
+    """Top k of each row after removing the query's own id (or the last column if absent)."""
+    out = np.full((len(found), k), -1, dtype=np.int64)
+    for row, (hits, own) in enumerate(zip(found, self_ids, strict=True)):
+        kept = hits[hits != own][:k]
+        out[row, : len(kept)] = kept
+    return out
+
+
+def _sweep(index: faiss.Index, param: str | None) -> list[int | None]:
+    if param == "nprobe":
+        nlist = int(_ivf(index).nlist)
+        values = [2**i for i in range(17) if 2**i < nlist]
+        return [*values, nlist]
+    return list(EF_SEARCH_SWEEP) if param == "efSearch" else [None]
+
+
+def calibrate(index: faiss.Index, vectors: np.ndarray, ids: np.ndarray, target: float, k: int = 10,
+              queries: int = 200, seed: int = 0) -> Calibration:
+    """Smallest nprobe/efSearch whose recall@k against exact search reaches `target`, left set.
+
+    Queries are a random sample of the index's own `vectors` (row i has id `ids[i]`); the
+    exact neighbours come from brute force over `vectors` (faiss.knn), and each query's own id
+    is dropped from both lists so finding itself never counts. If no value reaches `target`,
+    the largest tried is left set and returned with its recall (the caller warns). Searches run
+    in batches on faiss's current OpenMP threads.
+    """
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    if vectors.ndim != 2 or len(vectors) != len(ids):
+        raise ValueError(f"vectors {vectors.shape} and ids {ids.shape} must be (n, dim) and (n,).")
+    if not 0.0 < target <= 1.0 or k < 1 or queries < 1:
+        raise ValueError(f"target ({target}) must be in (0, 1], k ({k}) and queries ({queries}) >= 1.")
+    param = search_param(index)
+    if len(vectors) == 0:
+        return Calibration(param, None, 1.0, 0, k)
+    probe = _Probe(vectors, ids, k, queries, seed)
+    result = Calibration(param, None, 0.0, probe.queries, k)
+    for value in _sweep(index, param):
+        set_search_param(index, param, value)
+        result = Calibration(param, value, probe.recall(index), probe.queries, k)
+        if result.recall >= target:
+            break
+    return result
+
+
+def measure_recall(index: faiss.Index, vectors: np.ndarray, ids: np.ndarray, k: int = 10,
+                   queries: int = 200, seed: int = 0) -> float:
+    """recall@k at the index's current search parameter, on the queries `calibrate` draws."""
+    return _Probe(np.ascontiguousarray(vectors, dtype=np.float32),
+                  np.ascontiguousarray(ids, dtype=np.int64), k, queries, seed).recall(index)
+
+
+class _Probe:
+    """Held-out queries (a seeded sample of the stored vectors) and their exact neighbours."""
+
+    def __init__(self, vectors: np.ndarray, ids: np.ndarray, k: int, queries: int, seed: int) -> None:
+        rows = np.random.default_rng(seed).choice(len(vectors), size=min(queries, len(vectors)), replace=False)
+        self.xq, self.own, self.k, self.queries = vectors[rows], ids[rows], k, len(rows)
+        self.depth = min(k + 1, len(vectors))
+        _, positions = faiss.knn(self.xq, vectors, self.depth, metric=faiss.METRIC_INNER_PRODUCT)
+        self.exact = _without_self(np.where(positions >= 0, ids[positions], -1), self.own, k)
+
+    def recall(self, index: faiss.Index) -> float:
+        approx = _without_self(index.search(self.xq, self.depth)[1], self.own, self.k)
+        return recall_at_k(self.exact, approx, self.k)
+
+
+def describe(plan: VectorIndexPlan, calibration: Calibration | None) -> str:
+    """One line for stats, the CLI and the UI, e.g. "IVF1024,SQ8 (nprobe 16, recall@10 0.962)"."""
+    if plan.kind == "flat" and plan.storage == "float32":
+        return "exact (Flat)"
+    name = f"exact scan ({plan.factory})" if plan.kind == "flat" else plan.factory
+    if calibration is None:
+        return name if plan.kind == "flat" else f"{name} (uncalibrated)"
+    setting = f"{calibration.param} {calibration.value}, " if calibration.param else ""
+    if calibration.k == 10 or calibration.recall_at_10 is None:
+        return f"{name} ({setting}recall@{calibration.k} {calibration.recall:.3f})"
+    return (f"{name} ({setting}recall@10 {calibration.recall_at_10:.3f}, "
+            f"@{calibration.k} {calibration.recall:.3f})")

@@ -1,0 +1,188 @@
+"""A build whose vectors were computed elsewhere: `python -m indexer build --embeddings FILE`.
+
+A user who encodes on a GPU box or a cluster brings one vector per source document (formats and
+checks: `indexer.vector_input`) and declares with `--model` the model that made them; it must be
+the index's model (same id, fingerprint and dimension, as `BuildTransaction.check_compatible`
+enforces), since queries are encoded with it. The text goes to SQL and BM25 as in any build, so
+search works as usual. The contract:
+
+- each document is ONE passage, its whole text (span 0..len(text), ordinal 0): the user chunked
+  before encoding, and `vector == encode(passage_text(title, text))` is up to them;
+- every document the build adds or changes needs a vector; a vector whose id is not a document of
+  the source is an error; vectors of unchanged documents are ignored (their text decides, as in
+  any build: pass --rebuild to replace every stored vector);
+- a source .jsonl may carry its own vectors (FILE the same file): its `embedding` field is then
+  not kept as metadata;
+- the file is checked in full before the index is touched, and what needs the index (its model,
+  the documents to add) inside the first transaction, before anything is written: a bad file
+  leaves the index as it was;
+- commits go through the normal atomic path in growing chunks, as `build._build_in_chunks` does,
+  so an interrupted ingest keeps its finished chunks, a rerun resumes, and an unchanged rerun
+  writes nothing.
+
+Nothing here imports torch or sentence-transformers: the model's dimension is read from its files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from indexer.build import (
+    BuildReport,
+    ProgressCallback,
+    _count,
+    _interrupted_message,
+    _read,
+    next_chunk,
+    next_commit_size,
+)
+from indexer.config import IndexConfig
+from indexer.documents import Document, PassageSpan
+from indexer.errors import BadInputError, BuildInterrupted
+from indexer.index import Index
+from indexer.layout import IndexLayout
+from indexer.model_spec import ModelSpec
+from indexer.plan import plan
+from indexer.records import BuildMeta
+from indexer.transaction import BuildTransaction
+from indexer.vector_input import VectorTable, load_vectors, model_dimension
+
+logger = logging.getLogger(__name__)
+
+# The field of a source .jsonl that holds its vector: not metadata (nor part of the content hash).
+VECTOR_FIELD = "embedding"
+# How many documents without a vector the error names.
+MISSING_SHOWN = 5
+
+
+def whole_text(doc: Document) -> list[PassageSpan]:
+    """A document as one passage: the passage an ingested vector stands for."""
+    return [PassageSpan(ordinal=0, start_char=0, end_char=len(doc.text))]
+
+
+def ingest_embeddings(
+    config: IndexConfig,
+    embeddings: Path | str,
+    normalize: bool = False,
+    progress: ProgressCallback | None = None,
+) -> BuildReport:
+    """Bring the index in `config.index_dir` in line with `config.source`, with the vectors in
+    `embeddings` instead of embedding here; return what changed, as `build_index` does.
+
+    `normalize` scales vectors that are not unit length (else they are refused). `progress`
+    gets (documents committed, documents to commit) after each commit.
+    """
+    started = time.perf_counter()
+    spec = ModelSpec.resolve(config.model)
+    report = BuildReport(index_dir=config.index_dir, model=spec.id)
+    origin = str(config.source.resolve())
+    try:
+        documents = [_without_vector(doc) for doc in _read(config, report)]
+        dimension = model_dimension(spec)
+        table = load_vectors(embeddings, dimension, model=spec.label,
+                             known_ids={doc.doc_id for doc in documents}, source=str(config.source),
+                             normalize=normalize)
+        if table.rescaled:
+            logger.info("scaled %d vectors of %s to unit length", table.rescaled, table.path)
+        meta = BuildMeta(model=spec, dimension=dimension, passage_tokens=0, overlap_tokens=0,
+                         embed_titles=False, started=started, vector_index=config.vector_index,
+                         segments=config.segments)
+        spec.fingerprint()  # hashed here, not inside the first transaction
+        if config.rebuild or not IndexLayout(config.index_dir).manifest.is_file():
+            _check_missing(documents, table, config.source)  # all are new: say so before mkdir
+    except KeyboardInterrupt:
+        raise BuildInterrupted(
+            f"Interrupted before anything was written to {config.index_dir}; run the same "
+            "command again to build it."
+        ) from None
+    index = Index.create(config.index_dir, config.db_url)
+    try:
+        _ingest_in_chunks(config, index, documents, origin, table, meta, report, progress)
+    except KeyboardInterrupt:
+        raise BuildInterrupted(_interrupted_message(config, report)) from None
+    finally:
+        index.close()
+    report.seconds = time.perf_counter() - started
+    logger.debug("ingest finished: %s", report.summary())
+    return report
+
+
+def _without_vector(doc: Document) -> Document:
+    if VECTOR_FIELD not in doc.metadata:
+        return doc
+    metadata = {k: v for k, v in doc.metadata.items() if k != VECTOR_FIELD}
+    return dataclasses.replace(doc, metadata=metadata)
+
+
+def _ingest_in_chunks(config: IndexConfig, index: Index, documents: list[Document], origin: str,
+                      table: VectorTable, meta: BuildMeta, report: BuildReport,
+                      progress: ProgressCallback | None) -> None:
+    """Commit the plan chunk by chunk, each one `index.build()` transaction, as a build does."""
+    # No embedding to wait for: no small first commit (see build.FIRST_COMMIT_PASSAGES) either.
+    rebuild, chunk_size, first = config.rebuild, config.commit_passages, True
+    bar: tqdm | None = None
+    try:
+        while True:
+            with index.build(rebuild=rebuild) as tx:
+                meta = _check_index(tx, table, meta)
+                changes = plan(tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None),
+                    documents, origin, prune=config.prune)
+                _check_missing(changes.to_embed, table, config.source)
+                total = report.documents_committed + len(changes.to_embed)
+                if first:
+                    _count(report, changes)
+                    bar = tqdm(total=total, unit="doc", desc="ingesting", dynamic_ncols=True,
+                               disable=not config.show_progress or not total)
+                spans = {doc.doc_id: whole_text(doc) for doc in changes.to_embed}
+                chunk = next_chunk(changes, spans, chunk_size)
+                docs = chunk.to_embed
+                vectors = table.take([doc.doc_id for doc in docs])
+                result = tx.commit(chunk, origin, [spans[doc.doc_id] for doc in docs], vectors, meta)
+            report.passages_embedded += len(docs)
+            report.documents_committed += len(docs)
+            report.add_commit(result)
+            if bar is not None:
+                bar.update(len(docs))
+            if progress is not None:
+                progress(report.documents_committed, total)
+            if len(docs) == len(changes.to_embed):
+                return
+            rebuild, first = False, False
+            chunk_size = next_commit_size(chunk_size, result.passages, config.commit_passages)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _check_index(tx: BuildTransaction, table: VectorTable, meta: BuildMeta) -> BuildMeta:
+    """The build's meta for this index; a BadInputError when the vectors cannot go into it."""
+    info = tx.info
+    if info is None:
+        return meta
+    if info.dimension != table.dimension:
+        raise BadInputError(
+            f"{table.path}, row 1 (id {table.ids[0]!r}): the vectors have {table.dimension} values "
+            f"(model {meta.model.label}), but the index in {tx.index.index_dir} holds vectors of "
+            f"{info.dimension} from model {info.model}. Pass --model {info.model} with vectors that "
+            "model made, build into another --index folder, or pass --rebuild to replace the index."
+        )
+    tx.check_compatible(meta)
+    return dataclasses.replace(meta, passage_tokens=info.passage_tokens)
+
+
+def _check_missing(to_embed: list[Document], table: VectorTable, source: Path) -> None:
+    missing = [doc for doc in to_embed if doc.doc_id not in table]
+    if not missing:
+        return
+    shown = ", ".join(f"{doc.doc_id!r} ({doc.location})" for doc in missing[:MISSING_SHOWN])
+    more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+    raise BadInputError(
+        f"{table.path} has no vector for {len(missing)} document(s) of {source} that this build "
+        f"must add or change: {shown}{more}. Add a row (id, embedding) for each, or leave them out "
+        "of the source; nothing was written."
+    )
