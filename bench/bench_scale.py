@@ -45,6 +45,7 @@ VARIANTS = {
     "ivfpq": {"kind": "ivfpq", "pq_m": 48},
 }
 ADD = 1000
+HELDOUT_START = 10**9  # synthetic row numbers of the held-out queries: past every stored row
 DEPTH = 100  # the candidates each retriever returns for fusion (SearchConfig.fusion_depth)
 
 
@@ -118,8 +119,9 @@ def step_add(index_dir: str, extra: str, merge: bool) -> dict:
             "bm25_seconds": report.bm25_seconds}
 
 
-def step_search(index_dir: str, queries: str, exact: str) -> dict:
-    """Latency through a loaded Searcher, the retrieve stage's parts alone, and recall@10."""
+def step_search(index_dir: str, queries: str, exact: str, heldout: str, heldout_exact: str) -> dict:
+    """Latency through a loaded Searcher, the retrieve stage's parts alone, and recall@10 (text
+    queries through the Searcher; held-out vectors through the build's vector index)."""
     from search import Searcher
 
     texts = json.loads(Path(queries).read_text())
@@ -130,7 +132,7 @@ def step_search(index_dir: str, queries: str, exact: str) -> dict:
     snap = index.snapshot()
     for text in texts[:5]:  # warm-up: first-touch page faults and lazy inits
         searcher.search_detailed(text, k=10, mode="hybrid")
-    timings = {"encode": [], "dense_retrieve": [], "hybrid_retrieve": [], "faiss": [], "bm25": [], "sql": []}
+    timings = {"encode": [], "dense_total": [], "dense_retrieve": [], "hybrid_retrieve": [], "faiss": [], "bm25": [], "sql": []}
     found_docs = []
     for text, vector in zip(texts, query_vectors, strict=True):
         for mode in ("dense", "hybrid"):
@@ -138,6 +140,7 @@ def step_search(index_dir: str, queries: str, exact: str) -> dict:
             timings[f"{mode}_retrieve"].append(result.timings.retrieve_s)
             if mode == "dense":
                 timings["encode"].append(result.timings.encode_s)
+                timings["dense_total"].append(result.timings.encode_s + result.timings.retrieve_s)
         t = time.perf_counter()
         _, ids = snap.vectors.search(vector[None, :], DEPTH)
         timings["faiss"].append(time.perf_counter() - t)
@@ -152,9 +155,16 @@ def step_search(index_dir: str, queries: str, exact: str) -> dict:
         found_docs.append([records[i].doc_id for i in top if i in records
                            and not records[i].doc_id.startswith("add-")][:10])
     recall = statistics.mean(len(set(f) & set(e)) / len(e) for f, e in zip(found_docs, exact_docs, strict=True))
+    heldout_docs = []
+    for vector in np.load(heldout):
+        top = [int(i) for i in snap.vectors.search(vector[None, :], 10)[1][0] if i >= 0]
+        records = index.passages(top)
+        heldout_docs.append([records[i].doc_id for i in top if i in records])
+    heldout_recall = statistics.mean(len(set(f) & set(e)) / len(e) for f, e in
+                                     zip(heldout_docs, json.loads(Path(heldout_exact).read_text()), strict=True))
     stats = index.stats()
     out = {name: _ms(values) for name, values in timings.items()}
-    out.update(recall=recall, vector_index=stats.vector_index, stored_recall=stats.recall_at_10,
+    out.update(recall=recall, heldout_recall=heldout_recall, vector_index=stats.vector_index, stored_recall=stats.recall_at_10,
                rss_mb=peak_rss_mb())
     searcher.close()
     return out
@@ -192,9 +202,27 @@ def _queries(config: ScaleBenchConfig) -> Path:
     return path
 
 
+def _heldout(config: ScaleBenchConfig) -> Path:
+    """Held-out query vectors: fresh draws of the synthetic vector model (refitted, with the
+    same seed, on the same real vectors), from rows far past any stored one, so no index holds
+    them. They are the issue's "held-out queries drawn from the index's own vectors", measured
+    apart from the calibration sample that chose nprobe."""
+    path = config.cache_dir / f"heldout-{config.queries}.npy"
+    if path.is_file():
+        return path
+    from bench.scale_data import fit_vector_model, real_embeddings, synthetic_vectors
+
+    recipe = json.loads((config.cache_dir / f"embeddings-{max(config.sizes)}.json").read_text())
+    real, _ = real_embeddings(config.cache_dir)
+    model = fit_vector_model(real[: recipe["real"]])
+    np.save(path, synthetic_vectors(model, HELDOUT_START, config.queries))
+    return path
+
+
 def _exact(config: ScaleBenchConfig, size: int, queries: Path) -> Path:
-    """The exact top-10 documents of each query over the size's stored vectors (brute force)."""
-    path = config.cache_dir / f"exact-{size}-{config.queries}.json"
+    """The exact top-10 documents of each query over the size's stored vectors (brute force);
+    `queries` is the text queries' .json (their vectors beside it) or a held-out .npy."""
+    path = config.cache_dir / f"exact-{size}-{queries.stem}.json"
     if path.is_file():
         return path
     vectors, ids = load_embeddings(config.cache_dir / f"embeddings-{size}.npy")
@@ -277,8 +305,10 @@ class Row:
     searcher_rss_mb: float
     files_mb: float
     sqlite_mb: float
+    heldout_recall: float
     recall: float
     encode_ms: tuple[float, float]
+    dense_total_ms: tuple[float, float]
     dense_ms: tuple[float, float]
     hybrid_ms: tuple[float, float]
     faiss_ms: tuple[float, float]
@@ -289,6 +319,7 @@ class Row:
 
 def run(config: ScaleBenchConfig) -> tuple[list[Row], list[str]]:
     queries = _queries(config)
+    heldout = _heldout(config)
     rows, notes = [], []
     for size in config.sizes:
         corpus = config.cache_dir / f"corpus-{size}.jsonl"
@@ -297,6 +328,7 @@ def run(config: ScaleBenchConfig) -> tuple[list[Row], list[str]]:
             raise FileNotFoundError(f"{corpus} or {embeddings} is missing: run python -m bench.scale_data "
                                     f"--sizes {size} first.")
         exact = _exact(config, size, queries)
+        heldout_exact = _exact(config, size, heldout)
         index_dir = config.cache_dir / "indexes" / str(size)
         ingest = run_step("ingest", index_dir, corpus, embeddings)
         notes.append(f"{size:,}: ingest of {ingest['passages']:,} passages (SQL, BM25, exact vectors) took "
@@ -308,11 +340,12 @@ def run(config: ScaleBenchConfig) -> tuple[list[Row], list[str]]:
                 continue
             build = ingest if variant == "flat" else run_step("convert", index_dir, corpus, embeddings, variant)
             notes.extend(f"{size:,} {variant}: {n}" for n in build.get("notes", []))
-            found = run_step("search", index_dir, queries, exact)
+            found = run_step("search", index_dir, queries, exact, heldout, heldout_exact)
             files_mb, sqlite_mb = _disk_mb(index_dir)
             add = run_step("add", index_dir, _extra(config, size, variant), False)
             rows.append(Row(size, variant, found["vector_index"], build["seconds"], build["peak_rss_mb"],
-                            found["rss_mb"], files_mb, sqlite_mb, found["recall"], found["encode"],
+                            found["rss_mb"], files_mb, sqlite_mb, found["heldout_recall"], found["recall"],
+                            found["encode"], found["dense_total"],
                             found["dense_retrieve"], found["hybrid_retrieve"], found["faiss"], found["bm25"],
                             found["sql"], add["seconds"]))
             print(json.dumps(asdict(rows[-1])), flush=True)
@@ -329,14 +362,14 @@ def table(rows: list[Row]) -> str:
         return f"{p[0]:.1f} / {p[1]:.1f}"
 
     head = ("| passages | type | vector index | build s | build RSS MB | Searcher RSS MB | files MB "
-            "(+SQLite) | recall@10 | encode ms | dense retrieve ms | hybrid retrieve ms | FAISS@100 ms "
-            "| BM25@100 ms | SQL ms | add 1k s |\n|" + "---|" * 15)
+            "(+SQLite) | recall@10, held-out vectors | recall@10, text queries | encode ms | dense total ms | dense retrieve ms | hybrid retrieve ms | FAISS@100 ms "
+            "| BM25@100 ms | SQL ms | add 1k s |\n|" + "---|" * 17)
     lines = [head]
     for r in rows:
         lines.append(
             f"| {r.size:,} | {r.variant} | {r.vector_index} | {r.build_s:.0f} | {r.build_rss_mb:.0f} | "
-            f"{r.searcher_rss_mb:.0f} | {r.files_mb:.0f} (+{r.sqlite_mb:.0f}) | {r.recall:.3f} | "
-            f"{pair(r.encode_ms)} | {pair(r.dense_ms)} | {pair(r.hybrid_ms)} | {pair(r.faiss_ms)} | "
+            f"{r.searcher_rss_mb:.0f} | {r.files_mb:.0f} (+{r.sqlite_mb:.0f}) | {r.heldout_recall:.3f} | {r.recall:.3f} | "
+            f"{pair(r.encode_ms)} | {pair(r.dense_total_ms)} | {pair(r.dense_ms)} | {pair(r.hybrid_ms)} | {pair(r.faiss_ms)} | "
             f"{pair(r.bm25_ms)} | {pair(r.sql_ms)} | {r.add_s:.1f} |")
     return "\n".join(lines)
 
@@ -349,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hnsw-max", type=int, default=ScaleBenchConfig.hnsw_max)
     parser.add_argument("--queries", type=int, default=ScaleBenchConfig.queries)
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--record-as", default="bench_scale",
+                        help="the BENCHMARKS.md block to write (a partial run names its own, keeping the full table)")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if args.step:
@@ -366,7 +401,11 @@ def main(argv: list[str] | None = None) -> int:
     if config.record:
         from bench.record import record
 
-        record("bench_scale", "Scale: index types at 100k, 300k and 1M passages", body,
+        title = "Scale: index types at 100k, 300k and 1M passages"
+        if args.record_as != "bench_scale":
+            title = (f"Scale, re-run at {', '.join(f'{n:,}' for n in config.sizes)} passages "
+                     f"({', '.join(config.variants)})")
+        record(args.record_as, title, body,
                command="python -m bench.bench_scale " + " ".join(argv or sys.argv[1:]))
     return 0
 

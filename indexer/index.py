@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from indexer import sql_store
 from indexer.bm25_store import BM25Store
+from indexer.document_map import DocumentMap
 from indexer.errors import (
     IndexBusyError,
     IndexMismatchError,
@@ -88,6 +89,7 @@ class Index:
         self.use_gpu = use_gpu
         self._engine: Engine = sql_store.make_engine(db_url)
         self._snapshot: IndexSnapshot | None = None
+        self._document_map: DocumentMap | None = None
         self._lock = threading.RLock()
         self._explicit_db: str | None = None
 
@@ -338,11 +340,21 @@ class Index:
         return IndexStats.of(self.info)
 
     def document_ids(self, passage_ids: Sequence[int]) -> dict[int, int]:
-        """Passage id -> document row id; passages no longer stored are absent."""
+        """Passage id -> document row id; passages never stored are absent (`DocumentMap`: in
+        memory, read once per base build and extended by the rows later commits added)."""
         if not len(passage_ids):
             return {}
-        with self._read() as conn:
-            return sql_store.passage_documents(conn, passage_ids)
+        base = self.snapshot().info.vector_file
+        known = self._document_map
+        if known is None or known.base != base or not known.covers(passage_ids):
+            with self._lock, self._read() as conn:
+                known = self._document_map
+                if known is None or known.base != base:
+                    known = DocumentMap.load(conn, base)
+                elif not known.covers(passage_ids):
+                    known = known.extended(conn)
+                self._document_map = known
+        return known.lookup(passage_ids)
 
     def passages(self, passage_ids: Sequence[int]) -> dict[int, PassageRecord]:
         if not len(passage_ids):

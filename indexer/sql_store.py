@@ -167,17 +167,6 @@ def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
         yield ids[begin : begin + _ID_CHUNK]
 
 
-def passage_documents(conn: Connection, ids: Sequence[int]) -> dict[int, int]:
-    """Passage id -> document row id, for grouping candidates by document before loading text."""
-    out: dict[int, int] = {}
-    for chunk in _chunks(ids):
-        rows = conn.execute(
-            select(PassageRow.id, PassageRow.document_id).where(PassageRow.id.in_(chunk))
-        )
-        out.update({pid: did for pid, did in rows})
-    return out
-
-
 def passage_details(conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
     """Passage id -> row of (text, offsets, document key, title, metadata, source), one query.
 
