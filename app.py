@@ -22,10 +22,9 @@ import textwrap
 import threading
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import altair as alt
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from data.paths import PROJECT_ROOT
@@ -71,6 +70,9 @@ from ui.results import (
     weak_results_message,
 )
 from ui.uploads import ACCEPTED_TYPES, UploadResult, index_uploads
+
+if TYPE_CHECKING:
+    import altair as alt
 
 REPO_ROOT = PROJECT_ROOT
 DEFAULT_INDEX = Path("indexes") / "demo"
@@ -564,7 +566,14 @@ def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool,
 
 
 def heatmap(sentences: list[str], scores: np.ndarray) -> alt.LayerChart:
-    """Rows are labelled with the (shortened) sentence, columns with its number, to stay legible."""
+    """Rows are labelled with the (shortened) sentence, columns with its number, to stay legible.
+
+    altair and pandas are imported here, on the Compare page, not at the top: together they
+    take most of a second, which the search page's first answer after a restart need not wait for.
+    """
+    import altair as alt
+    import pandas as pd
+
     n = len(sentences)
     rows = [f"{i}. {textwrap.shorten(s, 45, placeholder='…')}" for i, s in enumerate(sentences, 1)]
     columns = [str(i) for i in range(1, n + 1)]
@@ -655,6 +664,8 @@ def compare_page(folder: Path) -> None:
     else:
         st.altair_chart(heatmap(sentences, scores), width="stretch")
     st.markdown("**Most similar pairs**")
+    import pandas as pd  # with altair: only the Compare page needs them (see `heatmap`)
+
     st.table(
         pd.DataFrame(
             {

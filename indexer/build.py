@@ -336,19 +336,29 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
                          config.overlap_tokens, config.embed_titles, started, config.vector_index,
                          config.segments)
     except KeyboardInterrupt:
-        raise BuildInterrupted(
-            f"Interrupted before anything was written to {config.index_dir}; run the same "
-            "command again to build it."
-        ) from None
+        raise interrupted_before_writing(config) from None
+    return commit_in_chunks(config, report, started, "build", lambda index: _build_in_chunks(
+        config, index, documents, origin, model, meta, report, progress))
+
+
+def interrupted_before_writing(config: IndexConfig) -> BuildInterrupted:
+    return BuildInterrupted(f"Interrupted before anything was written to {config.index_dir}; run the "
+                            "same command again to build it.")
+
+
+def commit_in_chunks(config: IndexConfig, report: BuildReport, started: float, what: str,
+                     run: Callable[[Index], None]) -> BuildReport:
+    """Open (or create) the index and `run` a build's chunked commits into it: Ctrl-C says what
+    was committed and how to resume; `report` gets the total time. Shared by embedding and ingest."""
     index = Index.create(config.index_dir, config.db_url)
     try:
-        _build_in_chunks(config, index, documents, origin, model, meta, report, progress)
+        run(index)
     except KeyboardInterrupt:
         raise BuildInterrupted(_interrupted_message(config, report)) from None
     finally:
         index.close()
     report.seconds = time.perf_counter() - started
-    logger.debug("build finished: %s", report.summary())
+    logger.debug("%s finished: %s", what, report.summary())
     return report
 
 

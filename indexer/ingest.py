@@ -36,14 +36,15 @@ from indexer.build import (
     BuildReport,
     ProgressCallback,
     _count,
-    _interrupted_message,
     _read,
+    commit_in_chunks,
+    interrupted_before_writing,
     next_chunk,
     next_commit_size,
 )
 from indexer.config import IndexConfig
 from indexer.documents import Document, PassageSpan
-from indexer.errors import BadInputError, BuildInterrupted
+from indexer.errors import BadInputError
 from indexer.index import Index
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
@@ -96,20 +97,9 @@ def ingest_embeddings(
         if config.rebuild or not IndexLayout(config.index_dir).manifest.is_file():
             _check_missing(documents, table, config.source)  # all are new: say so before mkdir
     except KeyboardInterrupt:
-        raise BuildInterrupted(
-            f"Interrupted before anything was written to {config.index_dir}; run the same "
-            "command again to build it."
-        ) from None
-    index = Index.create(config.index_dir, config.db_url)
-    try:
-        _ingest_in_chunks(config, index, documents, origin, table, meta, report, progress)
-    except KeyboardInterrupt:
-        raise BuildInterrupted(_interrupted_message(config, report)) from None
-    finally:
-        index.close()
-    report.seconds = time.perf_counter() - started
-    logger.debug("ingest finished: %s", report.summary())
-    return report
+        raise interrupted_before_writing(config) from None
+    return commit_in_chunks(config, report, started, "ingest", lambda index: _ingest_in_chunks(
+        config, index, documents, origin, table, meta, report, progress))
 
 
 def _without_vector(doc: Document) -> Document:

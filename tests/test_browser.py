@@ -264,7 +264,8 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             await page.click('[data-testid="stExpander"] summary', "Full passage and scores")
             code = await page.wait_for(
                 """(() => { const c = document.querySelector('[data-testid="stExpander"] pre code');
-                   return c && c.offsetHeight > 0 ? [c.innerText, getComputedStyle(c).fontFamily] : null; })()""",
+                   return c && c.offsetHeight > 0 && c.innerText.trim()
+                       ? [c.innerText, getComputedStyle(c).fontFamily] : null; })()""",
                 "the doctest as code",
             )
             assert code[0].startswith(">>> import os") and "'usr/lib'" in code[0], code
