@@ -172,10 +172,10 @@ class SegmentedVectors:
 
     def vector(self, passage_id: int) -> np.ndarray:
         """The stored vector of one live passage (decoded, for quantised storage)."""
-        if passage_id in set(self.deleted.tolist()):
+        if np.any(self.deleted == passage_id):
             raise KeyError(f"passage {passage_id} is deleted")
         for store in (self.base, *self.deltas):
-            if passage_id in set(store.ids().tolist()):
+            if np.any(store.ids() == passage_id):
                 return store.faiss_index.reconstruct(int(passage_id))
         raise KeyError(f"no vector for passage {passage_id}")
 

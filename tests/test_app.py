@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -627,3 +630,25 @@ def test_a_background_reranker_that_cannot_load_is_an_error_with_the_fix(
     assert not at.exception
     assert at.error[0].value.startswith("The reranker (models/reranker) cannot be loaded. Cannot load")
     assert "Set SEMSEARCH_RERANKER=none" in at.error[0].value
+
+
+SEARCH_PAGE_IMPORTS = """
+import sys
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(sys.argv[1], default_timeout=60)
+at.query_params.update(q="boil the pasta", mode="bm25")
+at.run()
+titles = [m.value for m in at.markdown if m.value.startswith("**1. ")]
+print(titles[0] if titles else "no result", "pandas" in sys.modules, "altair" in sys.modules)
+"""
+
+
+def test_the_search_page_does_not_import_the_compare_pages_chart_libraries(demo_index: Path) -> None:
+    """altair and pandas (most of a second) load on the Compare page only, not in front of the
+    first answer after a restart. A fresh interpreter: this test process has imported both."""
+    env = {**os.environ, "SEMSEARCH_INDEX": str(demo_index), "SEMSEARCH_RERANKER": "none",
+           "SEMSEARCH_MODEL_LOADING": "background"}
+    done = subprocess.run([sys.executable, "-c", SEARCH_PAGE_IMPORTS, str(APP)], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-3:] == ["pasta**", "False", "False"], done.stdout
