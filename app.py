@@ -431,7 +431,7 @@ def search_page(folder: Path) -> None:
         horizontal=True,
         format_func=MODE_LABELS.__getitem__,
         help="Dense compares meanings (embeddings); BM25 matches exact words (names, codes, rare "
-        "terms); hybrid fuses both rankings by reciprocal rank.",
+        "terms); hybrid fuses both lists, by default as a weighted sum of their z-scaled scores.",
     )
     if st.session_state.mode == "hybrid":
         fusion_controls(searcher, options[0])

@@ -20,6 +20,7 @@ from data.raw_text import open_text
 logger = logging.getLogger(__name__)
 
 SCHEMAS: tuple[tuple[str, ...], ...] = (
+    ("anchor", "positive", "negative", "margin"),  # a teacher's score(positive) - score(negative)
     ("anchor", "positive", "negative"),
     ("anchor", "positive"),
     ("sentence1", "sentence2", "score"),
@@ -72,7 +73,7 @@ def iter_pairs(path: Path | str) -> Iterator[dict]:
         try:
             out = {column: row[column] for column in schema}
             for column in schema:
-                if column == "score":
+                if column in ("score", "margin"):
                     out[column] = float(out[column])
                 elif column == "label":
                     out[column] = int(float(out[column]))

@@ -3,9 +3,11 @@
 Scoring is Lucene's BM25 variant (Robertson & Zaragoza 2009; Kamphuis et al.
 2020, "Which BM25 do you mean?") as implemented by bm25s, with k1=0.9, b=0.4
 (Anserini's defaults, used for BEIR's BM25 baseline), English stop words and
-the Snowball English stemmer from PyStemmer. The indexer feeds it
-`title + " " + passage text`, so a title word matches every passage of its
-document, as in BEIR's Elasticsearch baseline.
+the Snowball English stemmer from PyStemmer. A passage's BM25 document is
+`bm25_document(title, text)`: its document's title, written `TITLE_REPEATS`
+times, then the passage text, so a title word matches every passage of its
+document (as in BEIR's Elasticsearch baseline) and counts as a few words of
+text would, as a field boost does in a search engine.
 
 bm25s cannot add or remove documents from a built index. A small index is
 rebuilt from all passages whenever they change (SciFact's 10,342 passages take
@@ -54,6 +56,29 @@ META_FILE = "semsearch_bm25.json"
 VOCAB_FILE = "vocab.index.json"  # bm25s's names for its vocabulary and CSC column pointers
 INDPTR_FILE = "indptr.csc.index.npy"
 FORMAT = 1
+# Times a passage's document title is written in its BM25 document. Chosen on the dev sets with
+# the hybrid setting (bench/bench_relevance.py, "BM25 title weight"): written 2 or 3 times, the
+# default hybrid scores higher on SciFact train queries and on Wikipedia leads than with the title
+# once; 3 has the larger mean gain. A folder records the count it was built with; delta segments
+# keep their base's.
+TITLE_REPEATS = 3
+# What folders from before the setting was recorded were built with.
+LEGACY_TITLE_REPEATS = 1
+
+
+def bm25_document(title: str, text: str, title_repeats: int = TITLE_REPEATS) -> str:
+    """The text BM25 indexes for one passage: the title `title_repeats` times in all, then `text`.
+
+    A title that already opens the text (a Markdown file's first heading) counts as one of them,
+    as `passage_text` counts it; `title_repeats=1` gives `passage_text(title, text)` itself.
+    """
+    if title_repeats < 0:
+        raise ValueError(f"title_repeats ({title_repeats}) must be 0 or more.")
+    title = title.strip()
+    if not title or not title_repeats:
+        return text
+    copies = title_repeats - 1 if text.strip() and text.lstrip("# \n").startswith(title) else title_repeats
+    return "\n".join([title] * copies + ([text] if text.strip() else []))
 
 
 @dataclass(frozen=True)
@@ -64,6 +89,7 @@ class BM25Stats:
     avg_doc_len: float
     vocab: dict[str, int]  # term -> column of `df`
     df: np.ndarray  # documents holding each term
+    title_repeats: int = LEGACY_TITLE_REPEATS  # how the base wrote titles: deltas write them alike
 
     def idf(self, term: str) -> float | None:
         column = self.vocab.get(term)
@@ -113,23 +139,27 @@ class BM25Store:
     """
 
     def __init__(self, ids: np.ndarray, index: bm25s.BM25 | None, avg_doc_len: float | None = None,
-                 frozen_from: str | None = None) -> None:
+                 frozen_from: str | None = None, title_repeats: int = LEGACY_TITLE_REPEATS) -> None:
         self._ids = np.ascontiguousarray(ids, dtype=np.int64)
         self._index = index
         self.avg_doc_len = avg_doc_len  # None in folders written before delta segments existed
         self.frozen_from = frozen_from  # a delta: the base folder whose statistics it was scored with
+        self.title_repeats = title_repeats  # what `bm25_document` was given for these texts
         self._stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
         # PyStemmer objects are not thread-safe, and Streamlit serves sessions from threads.
         self._stemmer_lock = threading.Lock()
 
     @classmethod
-    def build(cls, ids: Sequence[int] | np.ndarray, texts: Sequence[str]) -> BM25Store:
+    def build(cls, ids: Sequence[int] | np.ndarray, texts: Sequence[str],
+              title_repeats: int = LEGACY_TITLE_REPEATS) -> BM25Store:
+        """A base over `texts`; `title_repeats` records how they wrote their titles
+        (`bm25_document`), for the delta segments that follow."""
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) != len(texts):
             raise ValueError(f"{len(ids)} ids for {len(texts)} texts.")
         if len(np.unique(ids)) != len(ids):
             raise ValueError("passage ids must be unique; the same id appears more than once.")
-        store = cls(ids, None)
+        store = cls(ids, None, title_repeats=title_repeats)
         if len(ids):
             tokens = store._tokenize(list(texts), return_ids=True)
             index = bm25s.BM25(k1=K1, b=B, method=METHOD)
@@ -145,7 +175,7 @@ class BM25Store:
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) != len(texts):
             raise ValueError(f"{len(ids)} ids for {len(texts)} texts.")
-        store = cls(ids, None, stats.avg_doc_len, frozen_from)
+        store = cls(ids, None, stats.avg_doc_len, frozen_from, stats.title_repeats)
         if len(ids):
             tokens = store._tokenize(list(texts), return_ids=True)
             index = _FrozenStatsBM25(stats, tokens.vocab)
@@ -163,7 +193,8 @@ class BM25Store:
             return None
         vocab = json.loads((path / VOCAB_FILE).read_text())
         df = np.diff(np.load(path / INDPTR_FILE))
-        return BM25Stats(int(meta["passages"]), float(meta["avg_doc_len"]), vocab, df)
+        return BM25Stats(int(meta["passages"]), float(meta["avg_doc_len"]), vocab, df,
+                         int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
 
     @classmethod
     def load(cls, path: Path | str) -> BM25Store:
@@ -181,7 +212,8 @@ class BM25Store:
             )
         ids = np.load(path / IDS_FILE)
         index = bm25s.BM25.load(str(path), show_progress=False) if len(ids) else None
-        return cls(ids, index, meta.get("avg_doc_len"), meta.get("frozen_from"))
+        return cls(ids, index, meta.get("avg_doc_len"), meta.get("frozen_from"),
+                   int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
 
     @property
     def ntotal(self) -> int:
@@ -250,6 +282,7 @@ class BM25Store:
                 "passages": self.ntotal,
                 "avg_doc_len": self.avg_doc_len,
                 "frozen_from": self.frozen_from,
+                "title_repeats": self.title_repeats,
             }
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             for file in tmp.iterdir():

@@ -22,7 +22,7 @@ from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
 from indexer import ann, sql_store
-from indexer.bm25_store import BM25Store
+from indexer.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
 from indexer.documents import Document, PassageSpan
 from indexer.errors import IndexBusyError, IndexMismatchError, IndexUnreadableError
 from indexer.faiss_store import VectorStore
@@ -37,7 +37,6 @@ from indexer.integrity import (
     verified_bm25,
     verified_vectors,
 )
-from indexer.passage_text import passage_text
 from indexer.plan import Plan, StoredDocument
 from indexer.records import BuildMeta, CommitResult, IndexInfo, IndexStats, repair_command
 from indexer.schema import SCHEMA_FORMAT, DocumentRow, IndexInfoRow, PassageRow
@@ -162,11 +161,11 @@ class BuildTransaction:
                                 0, 0, 0.0, None, IndexStats.of(self.info).vector_index)
         stale = [stored[d.doc_id].row_id for d in plan.change] + [stored[k].row_id for k in plan.remove]
         removed = self._delete_documents(stale)
-        new_ids, texts = self._insert(docs, origin, passages)
+        new_ids, titled = self._insert(docs, origin, passages)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(new_ids), meta.dimension)
         reason = self._merge_reason(meta, len(new_ids), len(removed))
         if reason is None:
-            result = self._append(new_ids, texts, vectors, removed, meta)
+            result = self._append(new_ids, titled, vectors, removed, meta)
             if result is not None:
                 return result
         return self._merge(new_ids, vectors, removed, meta)
@@ -205,8 +204,8 @@ class BuildTransaction:
 
     # --- the two ways to commit ------------------------------------------------------------------
 
-    def _append(self, new_ids: np.ndarray, texts: list[str], vectors: np.ndarray, removed: np.ndarray,
-                meta: BuildMeta) -> CommitResult | None:
+    def _append(self, new_ids: np.ndarray, titled: list[tuple[str, str]], vectors: np.ndarray,
+                removed: np.ndarray, meta: BuildMeta) -> CommitResult | None:
         """Commit the new passages as a delta segment and the removed ids as tombstones, writing
         nothing proportional to the index; None when the base cannot take deltas (merge instead)."""
         info = self.info
@@ -228,10 +227,11 @@ class BuildTransaction:
         if len(new_ids) and segments and segments[-1].run == meta.run_id:
             # This build's earlier chunk: extend its segment rather than add one per chunk, so a
             # build adds one segment, at a cost proportional to what the build itself adds.
-            new_ids, texts, vectors = self._with_segment(segments[-1], new_ids, texts, vectors)
+            new_ids, titled, vectors = self._with_segment(segments[-1], new_ids, titled, vectors)
             segments = segments[:-1]
         if len(new_ids):
             vector_file, bm25_dir = self.index.layout.vector_name(build_id), self.index.layout.bm25_name(build_id)
+            texts = [bm25_document(t, x, stats.title_repeats) for t, x in titled]  # as the base wrote them
             BM25Store.build_delta(new_ids, texts, stats, info.bm25_dir).save(root / bm25_dir)
             delta = VectorStore.create(meta.dimension)
             delta.add(new_ids, vectors)
@@ -258,9 +258,9 @@ class BuildTransaction:
         return (layout is not None and not layout.segments and not layout.deleted
                 and not len(new_ids) and not len(removed) and self.committed_bm25_ok())
 
-    def _with_segment(self, segment: SegmentFiles, new_ids: np.ndarray, texts: list[str],
-                      vectors: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
-        """`segment`'s live passages (ids, BM25 texts, vectors) followed by the new ones."""
+    def _with_segment(self, segment: SegmentFiles, new_ids: np.ndarray, titled: list[tuple[str, str]],
+                      vectors: np.ndarray) -> tuple[np.ndarray, list[tuple[str, str]], np.ndarray]:
+        """`segment`'s live passages (ids, (title, text) pairs, vectors) followed by the new ones."""
         assert self.info is not None
         path = self.index.layout.root / segment.vector_file
         if file_digest(path) != segment.vector_digest:
@@ -268,16 +268,16 @@ class BuildTransaction:
                                                            "not the one committed")
         segment_store = VectorStore.load(path, use_gpu=False)
         old_ids, old_vectors = ann.reconstruct_all(segment_store.faiss_index)
-        rows: dict[int, str] = {}
+        rows: dict[int, tuple[str, str]] = {}
         for start in range(0, len(old_ids), 8192):  # within any database's bound-parameter limit
             block = old_ids[start:start + 8192].tolist()
-            rows.update((r.id, passage_text(r.title, r.text)) for r in self.session.execute(
+            rows.update((r.id, (r.title, r.text)) for r in self.session.execute(
                 select(PassageRow.id, DocumentRow.title, PassageRow.text).join(PassageRow.document)
                 .where(PassageRow.id.in_(block))))
         live = np.asarray([pid in rows for pid in old_ids.tolist()], dtype=bool)
         old_ids, old_vectors = old_ids[live], old_vectors[live]
-        old_texts = [rows[pid] for pid in old_ids.tolist()]
-        return (np.concatenate([old_ids, new_ids]), old_texts + list(texts),
+        old_titled = [rows[pid] for pid in old_ids.tolist()]
+        return (np.concatenate([old_ids, new_ids]), old_titled + list(titled),
                 np.concatenate([old_vectors, vectors]))
 
     def _merge(self, new_ids: np.ndarray, vectors: np.ndarray, removed: np.ndarray,
@@ -313,8 +313,9 @@ class BuildTransaction:
             ids, texts = [], []
             for block_ids, titles, block_texts in self.stored_passages():
                 ids.append(block_ids)
-                texts.extend(passage_text(t, x) for t, x in zip(titles, block_texts, strict=True))
-            bm25 = BM25Store.build(np.concatenate(ids) if ids else np.empty(0, np.int64), texts)
+                texts.extend(bm25_document(t, x, TITLE_REPEATS) for t, x in zip(titles, block_texts, strict=True))
+            bm25 = BM25Store.build(np.concatenate(ids) if ids else np.empty(0, np.int64), texts,
+                                   title_repeats=TITLE_REPEATS)
             if not np.array_equal(np.sort(bm25.ids()), sql_ids):
                 raise RuntimeError("BM25 and SQL hold different passages; nothing was committed.")
             bm25.save(root / bm25_dir)
@@ -352,11 +353,11 @@ class BuildTransaction:
         return removed
 
     def _insert(self, docs: list[Document], origin: str,
-                passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[str]]:
-        """Stage the documents and passages; their passage ids and BM25 texts, in order."""
+                passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[tuple[str, str]]]:
+        """Stage the documents and passages; their passage ids and (title, text) pairs, in order."""
         now = dt.datetime.now(dt.UTC)
         rows: list[PassageRow] = []
-        texts: list[str] = []
+        titled: list[tuple[str, str]] = []
         for doc, spans in zip(docs, passages, strict=True):
             row = DocumentRow(
                 doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
@@ -368,10 +369,10 @@ class BuildTransaction:
                                      text=doc.text[span.start_char : span.end_char])
                 row.passages.append(passage)
                 rows.append(passage)
-                texts.append(passage_text(doc.title, passage.text))
+                titled.append((doc.title, passage.text))
             self.session.add(row)
         self.session.flush()  # assigns passage ids, which become the FAISS and BM25 ids
-        return np.asarray([p.id for p in rows], dtype=np.int64), texts
+        return np.asarray([p.id for p in rows], dtype=np.int64), titled
 
     def _all_passage_ids(self) -> np.ndarray:
         return np.fromiter(self.session.scalars(select(PassageRow.id).order_by(PassageRow.id)),

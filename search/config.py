@@ -54,21 +54,22 @@ class SearchConfig:
     process committed a newer build, and load it, so the app, the API and the
     CLI answer from the latest build.
 
-    `mode` is the retriever used when a search names none: "hybrid", because on
-    SciFact test it beat both parts (nDCG@10 0.716 against 0.660 dense and 0.679
-    BM25; recall@100 0.958 against 0.930 and 0.910; BENCHMARKS.md) for about a
-    millisecond of BM25 on top of dense retrieval. `fusion` is how hybrid fuses
+    `mode` is the retriever used when a search names none: "hybrid", because it
+    beats both parts on every dev set and on SciFact test (nDCG@10 0.727 against
+    0.668 dense and 0.676 BM25; recall@100 0.947 against 0.930 and 0.911;
+    BENCHMARKS.md, `bench_relevance`) for a few milliseconds of BM25 on top of
+    dense retrieval. `fusion` is how hybrid fuses
     the two lists ("rrf", "minmax" or "zscore"; `search.fusion`) and
     `fusion_weight` the dense list's share, 0..1 (None: the method's
-    `FUSION_WEIGHTS`). The default, z-score at 0.4, was chosen on three dev sets
-    of different kinds (`data.dev_sets`; bench/bench_relevance.py) as the setting
-    that beats the best single retriever on each, by the largest share of the
-    headroom on its worst set; RRF loses to BM25 on SciFact dev and to dense on
-    Wikipedia. `second_passage_weight` adds that share of a document's
-    second-best passage score (above the lowest score fetched) to its best; it
-    helped SciFact dev and hurt Wikipedia, and it overwhelms RRF's tiny score
-    gaps, so the default ranks documents by their best passage alone.
-    `fusion_depth` (100) measured no better at 50, 200 or 400 on every set.
+    `FUSION_WEIGHTS`). `second_passage_weight` adds that share of a document's
+    second-best passage score (above the lowest score fetched) to its best.
+    The defaults, z-score at 0.4 with a second-passage share of 0.1 (and BM25's
+    title written 3 times, `indexer.bm25_store.TITLE_REPEATS`), were chosen
+    together on three dev sets of different kinds (`data.dev_sets`;
+    bench/bench_relevance.py) as the setting whose worst gain over the best
+    single retriever, across the sets, is largest; RRF loses to a single
+    retriever on every set at some weight. `fusion_depth` (100) measured no
+    better at 50, 200 or 400 on every set.
     `rerank_candidates` is how many documents a reranker rescores; `rrf_k` is
     the constant of reciprocal-rank fusion (60, as in Cormack et al. 2009).
     """
@@ -79,7 +80,7 @@ class SearchConfig:
     mode: str = "hybrid"
     fusion: str = "zscore"
     fusion_weight: float | None = None
-    second_passage_weight: float = 0.0
+    second_passage_weight: float = 0.1
     rerank_candidates: int = 50
     rrf_k: int = 60
     auto_refresh: bool = True
@@ -99,6 +100,13 @@ class SearchConfig:
         check_count("rerank_candidates", self.rerank_candidates)
         if self.rrf_k < 0:
             raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
+
+    def second_passage_for(self, mode: str, fusion: str) -> float:
+        """The second-passage share a search in `mode` (fused by `fusion`, in hybrid) scores documents
+        with: `second_passage_weight`, except 0 under RRF, whose scores sit about 1/(rrf_k + rank)^2
+        apart, so that any bonus of a passage's score would swamp its rank (the dev sweep: RRF with a
+        share of 0.1 lost 0.04 nDCG@10 and more on every set)."""
+        return 0.0 if mode == "hybrid" and fusion == "rrf" else self.second_passage_weight
 
     def fusion_for(self, method: str | None = None, weight: float | None = None) -> Fusion:
         """The one rule for how a hybrid search fuses: the method asked for, else `fusion`; the weight

@@ -294,7 +294,8 @@ class Searcher:
         retriever = loaded.retrievers[choice.mode]
         if isinstance(retriever, HybridRetriever):
             retriever = retriever.with_fusion(fused_by)
-        hits = self._retrieve_hits(loaded, retriever, request, depth)
+        second = self.config.second_passage_for(choice.mode, fused_by.method)
+        hits = self._retrieve_hits(loaded, retriever, request, depth, second)
         retrieve_s = time.perf_counter() - started - request.encode_s
         reranked, rerank_s = 0, 0.0
         if reranker is not None and hits:
@@ -312,7 +313,8 @@ class Searcher:
             stats=loaded.stats,
         )
 
-    def _retrieve_hits(self, loaded: LoadedBuild, retriever: Retriever, query: Query, k: int) -> list[Hit]:
+    def _retrieve_hits(self, loaded: LoadedBuild, retriever: Retriever, query: Query, k: int,
+                       second_passage_weight: float) -> list[Hit]:
         """The first k documents of this query's one document ranking (`rank_in_rounds`: fetched at
         depths that never depend on k, so a larger k only appends), each a hit on its best passage."""
         chosen = rank_in_rounds(
@@ -321,7 +323,7 @@ class Searcher:
             k,
             self.config.fusion_depth,
             loaded.passages,
-            self.config.second_passage_weight,
+            second_passage_weight,
             self.config.one_hit_per_document,
         )
         records = self.index.passages([doc.passage_id for doc in chosen])

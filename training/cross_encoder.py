@@ -3,7 +3,11 @@
 Both texts go through one BERT together and a linear head scores the pair
 (Nogueira and Cho 2019, "Passage Re-ranking with BERT"); trained with binary
 cross-entropy on soft labels: a gold score mapped to 0-1, or 1 for a relevant
-passage and 0 for a mined negative. Under torchrun the trainer runs data-parallel
+passage and 0 for a mined negative. A triplet file with a `margin` column
+(anchor, positive, negative, margin: a teacher's score of the positive less its
+score of the negative) trains by distillation instead, with margin-MSE
+(Hofstätter et al. 2020, "Improving Efficient Neural Ranking Models with
+Cross-Architecture Knowledge Distillation"). Under torchrun the trainer runs data-parallel
 as it is; every rank builds the same rows (negatives mined with the same seed).
 """
 
@@ -22,7 +26,7 @@ import torch
 import transformers
 from datasets import Dataset
 from sentence_transformers import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
-from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MarginMSELoss
 
 from data.pairs import iter_pairs
 from data.raw_text import iter_documents
@@ -100,6 +104,9 @@ def load_cross_encoder_rows(
     if not rows:
         raise ValueError(f"Pair file {str(path)!r} holds no usable rows.")
     columns = set(rows[0])
+    if "margin" in columns:  # distillation triplets: margin-MSE (see the module docstring)
+        return [{"query": r["anchor"], "positive": r["positive"], "negative": r["negative"],
+                 "label": r["margin"]} for r in rows]
     if "score" in columns:
         top = max(max(row["score"] for row in rows), 1.0)
         return [{"query": r["sentence1"], "passage": r["sentence2"], "label": r["score"] / top} for r in rows]
@@ -167,8 +174,16 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
     if config.max_train_examples is not None:
         order = rng.permutation(len(rows))[: config.max_train_examples]
         rows = [rows[int(index)] for index in order]
+    distilled = {"negative" in row for row in rows}
+    if distilled == {True, False}:
+        raise ValueError("A margin file (anchor, positive, negative, margin) trains by distillation and "
+                         "cannot be mixed with pair or document sources; pass it alone to --train.")
     dataset = Dataset.from_list(rows)
-    logger.info("cross-encoder training on %d pairs (%d positive)", len(rows), sum(r["label"] >= 0.5 for r in rows))
+    if True in distilled:
+        logger.info("cross-encoder distillation on %d triplets (margin-MSE)", len(rows))
+    else:
+        logger.info("cross-encoder training on %d pairs (%d positive)", len(rows),
+                    sum(r["label"] >= 0.5 for r in rows))
     config_kwargs = {"num_hidden_layers": config.num_layers} if config.num_layers is not None else None
     transformers.set_seed(config.seed)  # the fresh scoring head too
     model = _new_cross_encoder(base, config, config_kwargs)
@@ -176,7 +191,7 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
         logger.info("kept the first %d of the %d layers of %s", config.num_layers, layers, base)
     if config.pooling == "mean":
         freeze_unused_pooler(model)
-    loss = BinaryCrossEntropyLoss(model)
+    loss = MarginMSELoss(model) if True in distilled else BinaryCrossEntropyLoss(model)
     checkpoints = config.out / "checkpoints"
     args = CrossEncoderTrainingArguments(
         output_dir=str(checkpoints),

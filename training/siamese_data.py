@@ -165,6 +165,8 @@ def _pair_rows(path: Path, objective: str, rng: np.random.Generator) -> list[dic
     rows = list(iter_pairs(path))
     if not rows:
         return rows
+    if "margin" in rows[0]:  # a distillation file: the bi-encoder losses read its triplets only
+        rows = [{key: value for key, value in row.items() if key != "margin"} for row in rows]
     columns = set(rows[0])
     if objective == "cosine" and "score" in columns:
         top = max(row["score"] for row in rows)

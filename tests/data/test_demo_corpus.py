@@ -77,12 +77,11 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
     BM25 alone, because it needs no embedding: the build's chunking and passage text,
     the searcher's lexical store. Dense adds to these, it never takes them away in hybrid.
     """
-    from indexer.bm25_store import BM25Store
+    from indexer.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
     from indexer.build import chunk_documents, passage_budget
     from indexer.config import IndexConfig
     from indexer.documents import Document
     from indexer.embedding import load_bi_encoder
-    from indexer.passage_text import passage_text
 
     model = load_bi_encoder()
     docs = [Document(doc_id=d["id"], title=d["title"], text=d["text"], source="demo") for d in demo_docs]
@@ -92,8 +91,8 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
     for doc, doc_spans in zip(docs, spans, strict=True):
         for span in doc_spans:
             owners.append(doc.doc_id)
-            texts.append(passage_text(doc.title, doc.text[span.start_char : span.end_char]))
-    bm25 = BM25Store.build(np.arange(len(texts)), texts)
+            texts.append(bm25_document(doc.title, doc.text[span.start_char : span.end_char]))
+    bm25 = BM25Store.build(np.arange(len(texts)), texts, title_repeats=TITLE_REPEATS)
     for query, expected in OBVIOUS_QUERIES.items():
         _, passage_ids = bm25.search(query, 100)
         ranked = list(dict.fromkeys(owners[i] for i in passage_ids))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from indexer.bm25_store import BM25Store
+from indexer.bm25_store import META_FILE, TITLE_REPEATS, BM25Store, bm25_document
+from indexer.passage_text import passage_text
 
 TEXTS = {
     7: "Volcano eruptions ground flights across Europe",
@@ -63,3 +66,48 @@ def test_missing_folder_and_bad_input_are_clear_errors(tmp_path):
         BM25Store.build([1, 2], ["one text"])
     with pytest.raises(ValueError, match="passage ids must be unique"):
         BM25Store.build([1, 1], ["a b", "c d"])
+
+
+@pytest.mark.parametrize("title, text", [
+    ("Volcanoes", "Lava flows downhill."),
+    ("", "Lava flows downhill."),
+    ("Volcanoes", ""),
+    ("Volcanoes", "# Volcanoes\n\nLava flows downhill."),  # a Markdown file's own heading
+])
+def test_bm25_document_writes_the_title_n_times_in_all(title, text):
+    assert bm25_document(title, text, 1) == passage_text(title, text)
+    assert bm25_document(title, text, 0) == text
+    document = bm25_document(title, text, 3)
+    assert document.count("Volcanoes") == (3 if title else 0)
+    assert document.endswith(text)
+
+
+def test_bm25_document_refuses_a_negative_count():
+    with pytest.raises(ValueError, match="0 or more"):
+        bm25_document("Title", "text", -1)
+
+
+def test_a_title_written_more_often_weighs_more():
+    docs = {1: ("Volcanoes", "Lava flows downhill from the crater."),
+            2: ("Bread", "Volcanoes are a popular theme for cakes made with dough.")}
+    for repeats in (1, 3):
+        store = BM25Store.build(list(docs), [bm25_document(t, x, repeats) for t, x in docs.values()],
+                                title_repeats=repeats)
+        scores, ids = store.search("volcanoes", 2)
+        assert ids.tolist() == [1, 2]
+        if repeats == 1:
+            once = scores[0] - scores[1]
+    assert scores[0] - scores[1] > once  # the title match pulls further ahead
+
+
+def test_title_repeats_are_recorded_and_read_back(tmp_path):
+    store = BM25Store.build(list(TEXTS), list(TEXTS.values()), title_repeats=TITLE_REPEATS)
+    path = store.save(tmp_path / "bm25-titles")
+    assert BM25Store.load(path).title_repeats == TITLE_REPEATS
+    assert BM25Store.stats_of(path).title_repeats == TITLE_REPEATS
+    # A folder from before the count was recorded was written with the title once.
+    meta = json.loads((path / META_FILE).read_text())
+    del meta["title_repeats"]
+    (path / META_FILE).write_text(json.dumps(meta))
+    assert BM25Store.load(path).title_repeats == 1
+    assert BM25Store.stats_of(path).title_repeats == 1

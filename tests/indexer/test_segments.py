@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import indexer.transaction
 from indexer import Index, build_index
 from indexer.ann import VectorIndexConfig
+from indexer.bm25_store import BM25Store, bm25_document
 from indexer.segments import SegmentLayout, SegmentPolicy
 from indexer.transaction import BuildTransaction
 from search import Searcher
@@ -172,3 +174,31 @@ def test_merge_policy_decides_in_one_place():
     with pytest.raises(ValueError, match="merge_fraction"):
         SegmentPolicy(merge_fraction=0)
     assert np.isclose(policy.merge_fraction, 0.1)
+
+
+def test_a_delta_writes_titles_as_its_base_did(tmp_path, tiny_model, monkeypatch):
+    """A base from before the title count changed keeps its BM25 documents comparable: every delta
+    after it writes titles as often as the base did, until a merge rewrites all of them."""
+    source = write_corpus(tmp_path / "src", BASE_DOCS)
+    index_dir = tmp_path / "idx"
+    monkeypatch.setattr(indexer.transaction, "TITLE_REPEATS", 1)  # the base: an older default
+    _build(source, index_dir, tiny_model)
+    monkeypatch.setattr(indexer.transaction, "TITLE_REPEATS", 3)
+    written: list[int] = []
+
+    def spy(title: str, text: str, title_repeats: int) -> str:
+        written.append(title_repeats)
+        return bm25_document(title, text, title_repeats)
+
+    monkeypatch.setattr(indexer.transaction, "bm25_document", spy)
+    (source / "volcano.txt").write_text("Volcanoes erupt molten basalt lava from magma chambers.")
+    _build(source, index_dir, tiny_model)
+    layout = _layout(index_dir)
+    assert len(layout.segments) == 1 and written == [1]
+    assert BM25Store.load(index_dir / layout.segments[0].bm25_dir).title_repeats == 1
+    written.clear()
+    (source / "glacier.txt").write_text("Glaciers carve valleys as the ice slowly flows downhill.")
+    _build(source, index_dir, tiny_model, segments=SegmentPolicy(min_base_passages=0, max_segments=1))
+    assert _layout(index_dir).segments == () and written == [3] * 6  # the merge: all six, anew
+    with Index.open(index_dir, use_gpu=False) as index:
+        assert BM25Store.stats_of(index_dir / index.info.bm25_dir).title_repeats == 3

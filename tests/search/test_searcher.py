@@ -404,3 +404,10 @@ def test_a_model_that_cannot_load_fails_each_search_that_needs_it_with_the_fix(t
 def test_unknown_model_loading_is_an_error_naming_the_choices(tiny_index):
     with pytest.raises(ValueError, match=r"Unknown model_loading 'later'\. Valid: eager, background, lazy\."):
         Searcher(tiny_index, model_loading="later")
+
+
+def test_rrf_never_scores_documents_by_a_second_passage():
+    config = SearchConfig(second_passage_weight=0.1)
+    assert config.second_passage_for("hybrid", "zscore") == 0.1
+    assert config.second_passage_for("bm25", "rrf") == 0.1  # not fused: the mode's own scores
+    assert config.second_passage_for("hybrid", "rrf") == 0.0

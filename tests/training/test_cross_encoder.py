@@ -287,3 +287,40 @@ def test_mean_pooling_head_trains_loads_and_reranks_in_float32(tiny_bert_copy: P
         reranker = CrossEncoderReranker(out, RerankConfig(quantize=quantize))
         assert all(p.dtype == torch.float32 for p in reranker.model[2].parameters())
         assert len(reranker.scores("the cat", hits)) == 2
+
+
+def _margin_file(path: Path, rows: int = 48) -> Path:
+    rng = np.random.default_rng(0)
+    words = ["river", "bread", "stars", "chess", "volcano", "garden"]
+    lines = []
+    for _ in range(rows):
+        topic, other = rng.choice(words, size=2, replace=False)
+        lines.append(json.dumps({"anchor": f"about the {topic}", "positive": f"the {topic} is here",
+                                 "negative": f"the {other} is there", "margin": 2.0}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_margin_file_trains_by_distillation(tiny_bert_copy: Path, tmp_path: Path) -> None:
+    """Teacher margins (anchor, positive, negative, margin) train with margin-MSE: the student's
+    margin between positive and negative moves towards the teacher's."""
+    path = _margin_file(tmp_path / "margins.jsonl")
+    rows = load_cross_encoder_rows(path, np.random.default_rng(0), negatives_per_query=3)
+    assert set(rows[0]) == {"query", "positive", "negative", "label"} and rows[0]["label"] == 2.0
+    out = tmp_path / "ce"
+    result = train_cross_encoder(CrossEncoderConfig(base=str(tiny_bert_copy), train=path, out=out, max_steps=30,
+                                                    batch_size=16, learning_rate=1e-3, max_length=32,
+                                                    pooling="mean"))
+    assert result.steps == 30
+    assert np.mean(result.train_losses[-5:]) < np.mean(result.train_losses[:5])
+    model = CrossEncoder(str(out), device="cpu")
+    pos, neg = model.predict([("about the river", "the river is here"), ("about the river", "the chess is there")],
+                             activation_fn=torch.nn.Identity())  # raw scores: their margin was trained
+    assert pos - neg > 0.5  # towards the teacher's 2.0 after 30 steps; an untrained head gives about 0
+
+
+def test_a_margin_file_cannot_be_mixed_with_pairs(tiny_bert_copy: Path, tiny_pairs: Path, tmp_path: Path) -> None:
+    path = _margin_file(tmp_path / "margins.jsonl", rows=4)
+    with pytest.raises(ValueError, match="pass it alone"):
+        train_cross_encoder(CrossEncoderConfig(base=str(tiny_bert_copy), train=[tiny_pairs, path],
+                                               out=tmp_path / "ce", max_steps=1))
