@@ -85,7 +85,7 @@ MAX_HEATMAP_SENTENCES = 40
 HEATMAP_ROW_PX = 36
 DEFAULT_MODE = SearchConfig().mode
 FUSION_LABELS = {"rrf": "reciprocal rank", "minmax": "scores, min-max scaled",
-                 "zscore": "scores, z-scaled"}
+                 "tmm": "scores, scaled from the lowest possible", "zscore": "scores, z-scaled"}
 BUILD_POLL_SECONDS = 2.0
 MODEL_POLL_SECONDS = 1.0
 # The "none" choice for a CSV's title or id column (a column without a name is never offered).

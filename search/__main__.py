@@ -1,5 +1,5 @@
 """CLI: `python -m search "query" --index DIR [-k 5] [--mode dense|bm25|hybrid]
-[--fusion rrf|minmax|zscore] [--fusion-weight W] [--rerank | --no-rerank] [--rerank-model PATH] [--candidates N]`.
+[--fusion rrf|minmax|tmm|zscore] [--fusion-weight W] [--rerank | --no-rerank] [--rerank-model PATH] [--candidates N]`.
 
 Reranking uses --rerank-model, else the reranker shipped in models/reranker; without
 --rerank or --no-rerank it is on when a model is named or the shipped one is on by default
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="retriever: embeddings, exact terms, or both fused (default: hybrid)")
     parser.add_argument("--fusion", choices=FUSIONS, default=None,
                         help="how hybrid fuses dense and BM25: reciprocal rank, or a convex combination of "
-                        "min-max or z-score normalised scores (default: SearchConfig's)")
+                        "min-max, theoretical min-max or z-score normalised scores (default: SearchConfig's)")
     parser.add_argument("--fusion-weight", type=float, default=None, metavar="W",
                         help="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)")
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,

@@ -24,7 +24,7 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_SIMILARITY_SENTENCES = 100
 
 Mode = Literal["dense", "bm25", "hybrid"]
-FusionMethod = Literal[FUSIONS]  # "rrf", "minmax", "zscore"
+FusionMethod = Literal[FUSIONS]  # "rrf", "minmax", "tmm", "zscore"
 Sentence = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
 Sentences = Annotated[list[Sentence], Field(min_length=1, max_length=MAX_SIMILARITY_SENTENCES)]
 
@@ -44,8 +44,8 @@ class SearchRequest(BaseModel):
         None, ge=1, le=MAX_K, description=f"documents the reranker rescores, 1..{MAX_K} (default 50)"
     )
     fusion: FusionMethod | None = Field(
-        None, description="how hybrid fuses dense and BM25: reciprocal rank, or min-max / z-score normalised "
-        "scores combined; default the server's SearchConfig"
+        None, description="how hybrid fuses dense and BM25: reciprocal rank, or min-max / theoretical "
+        "min-max / z-score normalised scores combined; default the server's SearchConfig"
     )
     fusion_weight: float | None = Field(
         None, ge=0.0, le=1.0, allow_inf_nan=False,

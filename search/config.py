@@ -35,7 +35,7 @@ def check_count(name: str, value: object, maximum: int = MAX_K) -> int:
 # The weight each fusion method gets when a search names the method but no weight: for the convex
 # combinations, the dense list's share that measured best for them across the dev sets
 # (bench/bench_relevance.py); for "rrf", 0.5, which is plain RRF (Cormack et al.), as the name promises.
-FUSION_WEIGHTS = {"rrf": 0.5, "minmax": 0.4, "zscore": 0.4}
+FUSION_WEIGHTS = {"rrf": 0.5, "minmax": 0.4, "tmm": 0.4, "zscore": 0.4}
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class SearchConfig:
     0.668 dense and 0.676 BM25; recall@100 0.947 against 0.930 and 0.911;
     BENCHMARKS.md, `bench_relevance`) for a few milliseconds of BM25 on top of
     dense retrieval. `fusion` is how hybrid fuses
-    the two lists ("rrf", "minmax" or "zscore"; `search.fusion`) and
+    the two lists ("rrf", "minmax", "tmm" or "zscore"; `search.fusion`) and
     `fusion_weight` the dense list's share, 0..1 (None: the method's
     `FUSION_WEIGHTS`). `second_passage_weight` adds that share of a document's
     second-best passage score (above the lowest score fetched) to its best.

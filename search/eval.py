@@ -1,5 +1,5 @@
 """CLI: `python -m search.eval --beir DIR --index DIR [--split test] [--mode dense|bm25|hybrid]
-[--fusion rrf|minmax|zscore] [--fusion-weight W] [--rerank | --no-rerank] [--rerank-model PATH]
+[--fusion rrf|minmax|tmm|zscore] [--fusion-weight W] [--rerank | --no-rerank] [--rerank-model PATH]
 [--candidates N] [--build] [--json]`.
 
 Evaluates the search pipeline on a BEIR-format dataset: nDCG@10, MRR@10,
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=MODES, default=None, help="retriever (default: hybrid)")
     parser.add_argument("--fusion", choices=FUSIONS, default=None,
                         help="how hybrid fuses dense and BM25: reciprocal rank, or a convex combination of "
-                        "min-max or z-score normalised scores (default: SearchConfig's)")
+                        "min-max, theoretical min-max or z-score normalised scores (default: SearchConfig's)")
     parser.add_argument("--fusion-weight", type=float, default=None, metavar="W",
                         help="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)")
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,

@@ -10,7 +10,10 @@ Two families, both over the same two lists (each cut at the same fixed depth):
   BM25 (Bruch, Gai & Ingber 2023, "An Analysis of Fusion Functions for Hybrid
   Retrieval", ACM TOIS): it keeps how far apart the scores are, which ranks
   throw away, and its one weight is learnt from a small labelled sample.
-  Normalised by min-max (the paper's main choice) or by z-score (mean and
+  Normalised by min-max (scaled between the list's lowest and best score), by
+  theoretical min-max ("tmm": between the lowest score the retriever can give,
+  -1 for a cosine and 0 for BM25, and the list's best; the paper's TM2C2, which
+  does not hinge on where the list happens to be cut), or by z-score (mean and
   standard deviation of the list, which a single outlying top score does not
   stretch as it stretches min-max).
 
@@ -24,15 +27,20 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# "rrf": weighted reciprocal rank (plain RRF at weight 0.5); "minmax" and "zscore": convex combinations.
-FUSIONS = ("rrf", "minmax", "zscore")
+# "rrf": weighted reciprocal rank (plain RRF at weight 0.5); "minmax", "tmm" and "zscore": convex combinations.
+FUSIONS = ("rrf", "minmax", "tmm", "zscore")
+NORMALISATIONS = ("minmax", "tmm", "zscore")
+# The lowest score each retriever can give, which "tmm" scales from: the cosine of unit vectors
+# (`indexer.faiss_store` keeps them unit-normalised), and BM25, a sum of non-negative term weights.
+LOWEST_POSSIBLE = {"dense": -1.0, "bm25": 0.0}
 
 
 def check_fusion(method: str) -> str:
     if method not in FUSIONS:
         raise ValueError(
             f"Unknown fusion {method!r}. Valid: {', '.join(FUSIONS)} "
-            "(reciprocal rank, or a convex combination of min-max or z-score normalised scores)."
+            "(reciprocal rank, or a convex combination of min-max, theoretical min-max or z-score "
+            "normalised scores)."
         )
     return method
 
@@ -88,6 +96,17 @@ def min_max(scores: Sequence[float]) -> list[float]:
     return [(s - low) / (high - low) for s in scores]
 
 
+def theoretical_min_max(scores: Sequence[float], lowest_possible: float) -> list[float]:
+    """Scores mapped onto 0..1 from the lowest score the retriever can give to the list's best
+    (Bruch et al. 2023's TMM). A list whose best is not above that floor maps to 1, as in `min_max`."""
+    if not scores:
+        return []
+    high = max(scores)
+    if high - lowest_possible <= 0.0:
+        return [1.0] * len(scores)
+    return [(s - lowest_possible) / (high - lowest_possible) for s in scores]
+
+
 def z_score(scores: Sequence[float]) -> list[float]:
     """(score - mean) / standard deviation of the list. A list without spread maps to 0."""
     if not scores:
@@ -99,16 +118,23 @@ def z_score(scores: Sequence[float]) -> list[float]:
     return [(s - mean) / spread for s in scores]
 
 
-def _normalised(scores: Sequence[float], method: str) -> tuple[list[float], float]:
+def _normalised(scores: Sequence[float], method: str, lowest_possible: float) -> tuple[list[float], float]:
     """The normalised scores and the value an item missing from the list gets.
 
-    Missing means it ranked below the list's cut, so it gets the lowest value
-    the list can give: 0 for min-max; for z-score the list's lowest z, or one
-    unit below its items when the list has no spread (one match is still
-    evidence that the others lack).
+    Missing means it ranked below the list's cut, so it gets the value of the
+    list's lowest item: 0 for min-max; for theoretical min-max and z-score the
+    list's lowest value, or, when the list has no spread, the floor (0) for
+    theoretical min-max and one unit below its items for z-score (one match is
+    still evidence that the others lack).
     """
     if method == "minmax":
         return min_max(scores), 0.0
+    if method == "tmm":
+        normalised = theoretical_min_max(scores, lowest_possible)
+        if not normalised:
+            return [], 0.0
+        lowest = min(normalised)
+        return normalised, (0.0 if max(normalised) == lowest else lowest)
     normalised = z_score(scores)
     if not normalised:
         return [], 0.0
@@ -117,26 +143,37 @@ def _normalised(scores: Sequence[float], method: str) -> tuple[list[float], floa
 
 
 def convex_fusion(
-    scored: Sequence[Sequence[tuple[int, float]]], weights: Sequence[float], method: str = "minmax"
+    scored: Sequence[Sequence[tuple[int, float]]],
+    weights: Sequence[float],
+    method: str = "minmax",
+    lowest_possible: Sequence[float] | None = None,
 ) -> list[tuple[int, float]]:
     """(id, Σ weight · normalised score) for every id in any list, best first (Bruch et al. 2023).
 
     `scored` holds one list of (id, raw score) per retriever. Each list is
-    normalised on its own (`method` "minmax" or "zscore"); an id a list lacks
-    gets that list's floor (see `_normalised`). Equal fused scores keep the order
-    in which ids are first met reading the lists in turn.
+    normalised on its own (`method` "minmax", "tmm" or "zscore"; "tmm" needs
+    `lowest_possible`, the lowest score each retriever can give); an id a list
+    lacks gets that list's floor (see `_normalised`). Equal fused scores keep the
+    order in which ids are first met reading the lists in turn.
     """
-    if method not in ("minmax", "zscore"):
-        raise ValueError(f"Unknown normalisation {method!r}. Valid: minmax, zscore.")
+    if method not in NORMALISATIONS:
+        raise ValueError(f"Unknown normalisation {method!r}. Valid: {', '.join(NORMALISATIONS)}.")
     if len(weights) != len(scored):
         raise ValueError(f"{len(weights)} weights for {len(scored)} lists; give one weight per list.")
+    if lowest_possible is None:
+        if method == "tmm":
+            raise ValueError("tmm scales from each retriever's lowest possible score; pass lowest_possible, "
+                             "one per list (LOWEST_POSSIBLE has the dense and BM25 ones).")
+        lowest_possible = [0.0] * len(scored)
+    if len(lowest_possible) != len(scored):
+        raise ValueError(f"{len(lowest_possible)} lowest scores for {len(scored)} lists; give one per list.")
     order: dict[int, None] = {}
     normalised: list[tuple[dict[int, float], float]] = []
-    for which, items in enumerate(scored):
+    for which, (items, lowest) in enumerate(zip(scored, lowest_possible, strict=True)):
         ids = [item for item, _ in items]
         if len(set(ids)) != len(ids):
             raise ValueError(f"list {which} holds an id twice; each list must hold an id at most once.")
-        values, floor = _normalised([score for _, score in items], method)
+        values, floor = _normalised([score for _, score in items], method, lowest)
         normalised.append((dict(zip(ids, values, strict=True)), floor))
         order.update(dict.fromkeys(ids))
     fused = [
@@ -169,4 +206,5 @@ class Fusion:
                 k=self.rrf_k,
                 weights=[2.0 * self.weight, 2.0 * (1.0 - self.weight)],
             )
-        return convex_fusion([dense, bm25], [self.weight, 1.0 - self.weight], self.method)
+        return convex_fusion([dense, bm25], [self.weight, 1.0 - self.weight], self.method,
+                             [LOWEST_POSSIBLE["dense"], LOWEST_POSSIBLE["bm25"]])

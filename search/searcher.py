@@ -229,7 +229,7 @@ class Searcher:
         defaults to whether the Searcher was given a reranker; when reranking, the
         retriever's top `candidates` documents (default `config.rerank_candidates`)
         are rescored and the best k kept. `k` and `candidates` lie in 1..MAX_K (1000).
-        `fusion` ("rrf", "minmax" or "zscore") and `fusion_weight` (the dense
+        `fusion` ("rrf", "minmax", "tmm" or "zscore") and `fusion_weight` (the dense
         list's share, 0..1) say how hybrid fuses its two lists (default
         `config.fusion_for()`); other modes check and ignore them. The top k never
         depends on k: `search(q, k=5) == search(q, k=30)[:5]`.

@@ -27,3 +27,18 @@ def test_choose_breaks_a_tie_in_the_worst_gain_by_the_mean():
     }
     assert choose(results, [dense, bm25, first, second])[0] == second
 
+
+
+def test_choose_measures_gains_from_the_baseline_it_is_given():
+    # One baseline for every BM25 title count: here BM25 alone is stronger at another count (0.77 on
+    # "a"), so "even" gains nothing on a against it, and "lopsided", +0.02 on a and +0.01 on b, wins.
+    dense, bm25 = Setting("dense"), Setting("bm25")
+    even, lopsided = Setting("hybrid", "zscore", 0.4), Setting("hybrid", "zscore", 0.6)
+    results = {
+        "a": {dense: 0.60, bm25: 0.70, even: 0.77, lopsided: 0.79},
+        "b": {dense: 0.80, bm25: 0.70, even: 0.83, lopsided: 0.81},
+    }
+    assert choose(results, [dense, bm25, even, lopsided])[0] == even  # own baseline: +0.03 vs +0.01 worst
+    chosen, used = choose(results, [dense, bm25, even, lopsided], {"a": 0.77, "b": 0.80})
+    assert used == {"a": 0.77, "b": 0.80}
+    assert chosen == lopsided

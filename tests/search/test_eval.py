@@ -133,5 +133,5 @@ def test_eval_passes_fusion_through(tiny_beir, tmp_path, tiny_model, capsys):
     assert "zscore w=0.25" in capsys.readouterr().out
     assert main([*argv, "--fusion-weight", "-0.5"]) == 2
     assert "fusion weight (-0.5) must lie between 0 (BM25 alone) and 1" in capsys.readouterr().err
-    with pytest.raises(ValueError, match=r"Unknown fusion 'max'\. Valid: rrf, minmax, zscore"):
+    with pytest.raises(ValueError, match=r"Unknown fusion 'max'\. Valid: rrf, minmax, tmm, zscore"):
         EvalConfig(beir_dir=tiny_beir, index_dir=index, fusion="max")

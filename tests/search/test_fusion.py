@@ -4,7 +4,15 @@ import math
 
 import pytest
 
-from search.fusion import FUSIONS, Fusion, convex_fusion, min_max, reciprocal_rank_fusion, z_score
+from search.fusion import (
+    FUSIONS,
+    Fusion,
+    convex_fusion,
+    min_max,
+    reciprocal_rank_fusion,
+    theoretical_min_max,
+    z_score,
+)
 
 
 def test_fusion_is_exact_on_a_hand_made_example():
@@ -74,6 +82,24 @@ def test_z_score_convex_fusion_is_exact():
     assert z_score([0.9, 0.5, 0.1]) == pytest.approx([z, 0.0, -z], abs=1e-12)
 
 
+def test_theoretical_min_max_convex_fusion_is_exact():
+    # Dense scales from the lowest cosine, -1: 1 -> 1, 2 -> 1.5/1.9, 3 -> 1.1/1.9; BM25 from 0:
+    # 3 -> 1, 4 -> 0.6, 1 -> 0.2. Missing -> the list's lowest: 1.1/1.9 (dense), 0.2 (BM25).
+    fused = Fusion("tmm", 0.5).fuse(DENSE, BM25)
+    assert [pid for pid, _ in fused] == [3, 1, 4, 2]
+    expected = {
+        1: 0.5 * 1.0 + 0.5 * 0.2,
+        2: 0.5 * 1.5 / 1.9 + 0.5 * 0.2,
+        3: 0.5 * 1.1 / 1.9 + 0.5 * 1.0,
+        4: 0.5 * 1.1 / 1.9 + 0.5 * 0.6,
+    }
+    assert dict(fused) == pytest.approx(expected, abs=1e-12)
+    # Unlike min-max, the list's own lowest score is not pulled down to 0: BM25's 2.0 keeps 0.2.
+    assert theoretical_min_max([10.0, 6.0, 2.0], 0.0) == pytest.approx([1.0, 0.6, 0.2], abs=1e-12)
+    with pytest.raises(ValueError, match="tmm scales from each retriever's lowest possible score; pass lowest_possible"):
+        convex_fusion([DENSE, BM25], [0.5, 0.5], "tmm")
+
+
 def test_fusion_with_an_empty_list_ranks_the_other():
     for method in FUSIONS:
         assert [pid for pid, _ in Fusion(method, 0.5).fuse(DENSE, [])] == [1, 2, 3]
@@ -86,6 +112,11 @@ def test_normalisation_is_safe_without_spread():
     assert min_max([]) == [] and z_score([]) == []
     assert min_max([4.2]) == [1.0] and z_score([4.2]) == [0.0]
     assert min_max([3.0, 3.0, 3.0]) == [1.0, 1.0, 1.0] and z_score([3.0, 3.0]) == [0.0, 0.0]
+    assert theoretical_min_max([], 0.0) == [] and theoretical_min_max([4.2], 0.0) == [1.0]
+    assert theoretical_min_max([0.0, 0.0], 0.0) == [1.0, 1.0], "nothing above the floor: no spread, as min-max"
+    # One match, or equal scores, in the BM25 list: the others it lacks get the floor, 0.
+    assert dict(Fusion("tmm", 0.5).fuse(DENSE, [(2, 7.0)]))[2] == pytest.approx(0.5 * 1.5 / 1.9 + 0.5)
+    assert dict(Fusion("tmm", 0.5).fuse(DENSE, [(3, 7.0), (2, 7.0)]))[1] == pytest.approx(0.5)
     # A list of one match still lifts its document above those it lacks, by one unit (z) or to 1 (min-max).
     assert Fusion("minmax", 0.5).fuse(DENSE, [(2, 7.0)])[0] == (2, 0.75)
     single = dict(Fusion("zscore", 0.5).fuse(DENSE, [(3, 7.0)]))
@@ -102,11 +133,11 @@ def test_bad_fusion_weight_is_an_error(weight):
 
 
 def test_bad_fusion_method_and_weight_type_are_errors():
-    with pytest.raises(ValueError, match=r"Unknown fusion 'sum'\. Valid: rrf, minmax, zscore"):
+    with pytest.raises(ValueError, match=r"Unknown fusion 'sum'\. Valid: rrf, minmax, tmm, zscore"):
         Fusion("sum", 0.5)
     with pytest.raises(TypeError, match=r"fusion weight must be a number between 0 and 1, not '0\.5' \(str\)"):
         Fusion("rrf", "0.5")
-    with pytest.raises(ValueError, match="Unknown normalisation 'l2'. Valid: minmax, zscore"):
+    with pytest.raises(ValueError, match="Unknown normalisation 'l2'. Valid: minmax, tmm, zscore"):
         convex_fusion([DENSE], [1.0], "l2")
     with pytest.raises(ValueError, match="list 1 holds an id twice"):
         convex_fusion([DENSE, [(5, 1.0), (5, 0.5)]], [0.5, 0.5])

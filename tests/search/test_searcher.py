@@ -267,7 +267,7 @@ def test_fusion_settings_and_their_errors(tiny_index):
     assert config.fusion_for("zscore", 0.2) == Fusion("zscore", 0.2)
     assert config.fusion_for("rrf") == Fusion("rrf", FUSION_WEIGHTS["rrf"]), "another method: its own weight"
     assert SearchConfig(fusion="minmax").fusion_for() == Fusion("minmax", FUSION_WEIGHTS["minmax"])
-    with pytest.raises(ValueError, match=r"Unknown fusion 'sum'\. Valid: rrf, minmax, zscore"):
+    with pytest.raises(ValueError, match=r"Unknown fusion 'sum'\. Valid: rrf, minmax, tmm, zscore"):
         SearchConfig(fusion="sum")
     with pytest.raises(ValueError, match=r"fusion weight \(1\.2\) must lie between 0 \(BM25 alone\) and 1"):
         SearchConfig(fusion_weight=1.2)
@@ -276,7 +276,7 @@ def test_fusion_settings_and_their_errors(tiny_index):
     with pytest.raises(ValueError, match=r"fusion_depth \(0\) must be at least 1"):
         SearchConfig(fusion_depth=0)
     searcher = Searcher(tiny_index)
-    with pytest.raises(ValueError, match=r"Unknown fusion 'max'\. Valid: rrf, minmax, zscore"):
+    with pytest.raises(ValueError, match=r"Unknown fusion 'max'\. Valid: rrf, minmax, tmm, zscore"):
         searcher.search("bread", fusion="max")
     with pytest.raises(ValueError, match=r"fusion weight \(-1\) must lie between 0 \(BM25 alone\) and 1"):
         searcher.search("bread", fusion="minmax", fusion_weight=-1)
