@@ -42,3 +42,16 @@ def test_choose_measures_gains_from_the_baseline_it_is_given():
     chosen, used = choose(results, [dense, bm25, even, lopsided], {"a": 0.77, "b": 0.80})
     assert used == {"a": 0.77, "b": 0.80}
     assert chosen == lopsided
+
+
+def test_title_counts_that_tie_for_the_hybrid_go_to_the_better_bm25():
+    from bench.bench_relevance import title_key
+
+    bm25, hybrid = Setting("bm25"), Setting("hybrid", "zscore", 0.4)
+    baseline = {"a": 0.70, "b": 0.70}
+    two = {"a": {bm25: 0.69, hybrid: 0.7204}, "b": {bm25: 0.70, hybrid: 0.7300}}
+    three = {"a": {bm25: 0.70, hybrid: 0.7201}, "b": {bm25: 0.70, hybrid: 0.7290}}
+    assert title_key(two, baseline, hybrid)[0] == title_key(three, baseline, hybrid)[0] == 0.02
+    assert max((two, three), key=lambda r: title_key(r, baseline, hybrid)) is three
+    worse_hybrid = {"a": {bm25: 0.75, hybrid: 0.71}, "b": {bm25: 0.75, hybrid: 0.73}}
+    assert max((two, worse_hybrid), key=lambda r: title_key(r, baseline, hybrid)) is two

@@ -393,6 +393,11 @@ def test_a_model_that_cannot_load_fails_each_search_that_needs_it_with_the_fix(t
     for loading in ("background", "lazy"):
         searcher = Searcher(tiny_index, model_loading=loading)
         assert [h.doc_id for h in searcher.search("bread dough", mode="bm25")] == ["baking.txt"]
+        if loading == "background":
+            # Until its thread has failed, a search answers with BM25 (the point of loading in the
+            # background); wait for the failure, or the assertions below race the thread.
+            with pytest.raises(IndexUnreadableError, match="model folder .* is gone"):
+                searcher.wait_for_model()
         for mode in (None, "dense", "hybrid"):
             with pytest.raises(IndexUnreadableError, match="model folder .* is gone.*--rebuild"):
                 searcher.search("bread dough", mode=mode)
