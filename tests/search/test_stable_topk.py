@@ -32,6 +32,7 @@ PIPELINES = (
     ("hybrid", "rrf", 0.8),
     ("hybrid", "minmax", 0.3),
     ("hybrid", "zscore", 0.6),
+    ("hybrid", "tmm", 0.8),
 )
 
 
