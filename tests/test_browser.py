@@ -270,6 +270,12 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             )
             assert code[0].startswith(">>> import os") and "'usr/lib'" in code[0], code
             assert "mono" in code[1].lower(), f"doctest font: {code[1]}"
+            inline = await page.evaluate(
+                """[...document.querySelectorAll('[data-testid="stMarkdownContainer"] code')]
+                   .filter(c => !c.closest('pre') && !c.closest('[data-testid="stExpander"]'))
+                   .map(c => [c.innerText, getComputedStyle(c).fontFamily])""")
+            assert any(text.startswith(">>> import os") and "mono" in font.lower() for text, font in inline), \
+                f"the snippet's doctest as inline code: {inline}"
             emphasis = await page.evaluate(
                 """[...document.querySelectorAll('[data-testid="stMarkdownContainer"] em')].map(e => e.innerText)""")
             assert "os.path.join" in emphasis, emphasis

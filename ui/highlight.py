@@ -9,7 +9,8 @@ character escaped, so passages that hold Markdown, LaTeX dollars or HTML show
 as plain text. Two kinds of docstring markup are read rather than shown
 literally: reST emphasis (`*opener*` in italics, `**strong**` in bold, the
 backticks of ``literals`` dropped), and doctest examples (`>>> ...` and their
-output), which the full passage shows as code in monospace. A Markdown heading line that
+output), which the full passage shows as code blocks and a snippet as inline code, both in
+monospace. A Markdown heading line that
 opens a passage is not shown as `# ...` in its snippet (`strip_leading_heading`).
 """
 
@@ -31,6 +32,8 @@ _EMPHASIS = re.compile(r"(?<![\w*\\])\*(?=\S)([^*\n]*?\S)\*(?![\w*])")
 _LITERAL = re.compile(r"``(?=\S)(.+?)(?<=\S)``|(?<![\w`])`(?=[^`\s])([^`\n]*?[^`\s])`(?![\w`])")
 _ITALIC_MARK, _BOLD_MARK = "\ue000", "\ue001"
 _MARKERS = {_ITALIC_MARK: "*", _BOLD_MARK: "**"}
+# Around a doctest example flattened into a snippet: shown as inline code, unescaped and unmarked.
+_CODE_MARK = "\ue002"
 # A doctest prompt cut in two where a passage begins or ends: ">>" or ">" alone at the edge.
 _CUT_PROMPT_END = re.compile(r"(?:^|\s)>{1,2}\s*$")
 _CUT_PROMPT_START = re.compile(r"^\s*>{1,2}(?=\s)")
@@ -158,14 +161,54 @@ def strip_leading_heading(text: str, title: str | None = None) -> str:
 
 def snippet_markdown(text: str, query: str, width: int = 320, title: str | None = None) -> str:
     """One line of Markdown: the best-matching part of `text`, query terms highlighted; a
-    heading line opening `text` that repeats `title` is left out (see `strip_leading_heading`)."""
+    heading line opening `text` that repeats `title` is left out (see `strip_leading_heading`).
+    A doctest example shows as inline code, its lines run together, like the prose around it."""
     text = strip_leading_heading(text, title)
-    flat = read_inline_markup(trim_cut_prompts(" ".join(text.split())))
+    flat = _flatten(trim_cut_prompts(text.strip("\n")))
     matches = find_matches(flat, query_terms(query))
     start, end = best_window(flat, matches, width)
     start, end = _outside_markup(flat, start, end)
-    body = _restore_markup("".join(_mark(flat, matches, start, end)))
+    body = _restore_markup("".join(_render(flat, matches, start, end)))
     return f"{ELLIPSIS if start > 0 else ''}{body}{ELLIPSIS if end < len(flat) else ''}"
+
+
+def _flatten(text: str) -> str:
+    """`text` on one line: prose with its inline markup read, each doctest run between `_CODE_MARK`s."""
+    parts = []
+    for is_code, run in doctest_blocks(text.split("\n")):
+        words = " ".join(" ".join(run).split())
+        if words:
+            parts.append(f"{_CODE_MARK}{words}{_CODE_MARK}" if is_code else read_inline_markup(words))
+    return " ".join(parts)
+
+
+def _render(flat: str, matches: list[TermMatch], start: int, end: int) -> list[str]:
+    """`_mark` for prose; the code between `_CODE_MARK`s as inline code, unmarked. A window that
+    opens or closes inside an example opens or closes the code span at its edge."""
+    pieces: list[str] = []
+    inside = flat.count(_CODE_MARK, 0, start) % 2 == 1
+    pos = start
+    while pos < end:
+        stop = flat.find(_CODE_MARK, pos, end)
+        stop = end if stop == -1 else stop
+        if inside:
+            pieces.append(_inline_code(flat[pos:stop]))
+        else:
+            pieces.extend(_mark(flat, [m for m in matches if pos <= m.start and m.end <= stop], pos, stop))
+        if stop < end:
+            inside = not inside
+        pos = stop + 1
+    return pieces
+
+
+def _inline_code(code: str) -> str:
+    """A Markdown code span holding `code` as written (a longer backtick run than any inside)."""
+    code = code.strip()
+    if not code:
+        return ""
+    ticks = "`" * (1 + max((len(run) for run in re.findall(r"`+", code)), default=0))
+    pad = " " if code.startswith("`") or code.endswith("`") else ""
+    return f"{ticks}{pad}{code}{pad}{ticks}"
 
 
 def _outside_markup(text: str, start: int, end: int) -> tuple[int, int]:

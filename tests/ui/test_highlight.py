@@ -165,6 +165,30 @@ def test_doctest_examples_show_as_code_and_cut_prompts_are_dropped() -> None:
     assert not snippet_markdown("> > prompt cut >>", "prompt").endswith("\\>\\>")
 
 
+DOCTEST_PASSAGE = (
+    "Join path components with os.path.join; it inserts the separator.\n\n"
+    "    >>> import os\n    >>> os.path.join('usr', 'lib')\n    'usr/lib'\n\n"
+    "More prose after the example."
+)
+
+
+def test_a_doctest_in_a_snippet_is_inline_code_unescaped_and_unmarked() -> None:
+    snippet = snippet_markdown(DOCTEST_PASSAGE, "join path")
+    assert "`>>> import os >>> os.path.join('usr', 'lib') 'usr/lib'`" in snippet
+    assert "\\>" not in snippet, "no escapes inside the code span"
+    assert snippet.startswith(":orange[**Join**] :orange[**path**] components")  # prose is still marked
+    assert snippet.endswith("` More prose after the example\\.")
+
+
+def test_a_snippet_window_inside_a_doctest_closes_its_code_span() -> None:
+    snippet = snippet_markdown(DOCTEST_PASSAGE, "separator import", width=50)
+    assert snippet.startswith(ELLIPSIS) and snippet.endswith(ELLIPSIS)
+    assert snippet.count("`") == 2 and snippet.index("`>>> import os") < snippet.rindex("`")
+    assert ":orange[**separator**]" in snippet and ":orange[**import**]" not in snippet
+    # Backticks inside an example get a longer fence, so the span is not cut short.
+    assert snippet_markdown(">>> x = `a`\n>>> x", "x") == "``>>> x = `a` >>> x``"
+
+
 def _marked_words(markdown: str) -> list[str]:
     return [piece.split("**]", 1)[0].replace("\\", "") for piece in markdown.split(":orange[**")[1:]]
 
