@@ -1,0 +1,303 @@
+"""The search page: the query, mode and fusion controls, the hits with their relevance, and the
+background build's progress while the index fills."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import streamlit as st
+
+from indexer import IndexerError, passage_text
+from search import (
+    MODES,
+    EmptyQueryError,
+    Hit,
+    IndexNotFoundError,
+    IndexStats,
+    QueryTruncatedWarning,
+    SearchConfig,
+    Searcher,
+    SearchError,
+    SearchResult,
+    similarity_matrix,
+)
+from search.fusion import FUSIONS
+from ui.background_build import BackgroundBuild, BuildStatus
+from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
+from ui.resources import (
+    DEFAULT_INDEX,
+    background_build,
+    preload_default_model,
+    reranker_choice,
+    reranker_setting,
+    searcher_for,
+)
+from ui.results import (
+    MODE_LABELS,
+    Relevance,
+    details_line,
+    relevance,
+    result_caption,
+    source_caption,
+    weak_results_message,
+)
+
+DEFAULT_K = 5
+MAX_K = 50
+DEFAULT_MODE = SearchConfig().mode
+FUSION_LABELS = {"rrf": "reciprocal rank", "minmax": "scores, min-max scaled",
+                 "tmm": "scores, scaled from the lowest possible", "zscore": "scores, z-scaled"}
+BUILD_POLL_SECONDS = 2.0
+MODEL_POLL_SECONDS = 1.0
+EXAMPLE_QUERY = "how do I open a file"
+
+
+def build_status_message(status: BuildStatus) -> str:
+    name = escape_markdown(status.source.name)
+    if status.total:
+        return (f"Indexing {name} in the background: {status.embedded:,} of {status.total:,} passages "
+                f"embedded ({status.elapsed_s:.0f} s). Searches already answer from the documents "
+                "committed so far, and include more as they commit.")
+    return f"Indexing {name} in the background: reading the files and loading the model…"
+
+
+@st.fragment(run_every=BUILD_POLL_SECONDS)
+def show_build_progress(build: BackgroundBuild, had_index: bool) -> None:
+    """Moves the bar every few seconds; reruns the page when the first build lands or all ends."""
+    status = build.status()
+    if status.running:
+        st.progress(status.fraction, text=build_status_message(status))
+        if not had_index and status.embedded:
+            st.rerun()  # the first chunk may have committed: show the search box
+    elif status.error:
+        st.error(f"Indexing {escape_markdown(str(status.source))} in the background failed; the app "
+                 f"keeps answering from what is committed. {status.error}")
+    else:
+        if not st.session_state.get("build_done_seen"):
+            st.session_state.build_done_seen = True
+            st.rerun()  # hybrid over the whole index from now on
+        st.caption(f"Background indexing finished: {escape_markdown(status.summary or '')}")
+
+
+def missing_index_message(folder: Path) -> str:
+    return (
+        f"**No index found in `{folder}`.** To get started, either:\n"
+        f"- build one from your files: `python -m indexer build --source PATH --index {folder}`;\n"
+        "- upload files under **Add documents** in the sidebar to start an index here;\n"
+        "- or try the demo over Python's own documentation: `make demo-index`, then `make run` "
+        f"(it serves `{DEFAULT_INDEX}`).\n\n"
+        "Then reload this page."
+    )
+
+
+def show_stats(area, stats: IndexStats) -> None:
+    """The figures of one build, into `area` (a container at the top of the page)."""
+    cols = area.columns(3)
+    cols[0].metric("Documents", f"{stats.documents:,}")
+    cols[1].metric("Passages", f"{stats.passages:,}")
+    cols[2].metric(
+        "Last build", f"{stats.build_seconds:.1f} s",
+        help="How long the last build took. After an upload that is the incremental build that "
+        "added it, not the time to index everything.",
+    )
+    area.caption(
+        f"Model **{escape_markdown(stats.model_label)}** ({stats.dimension} dimensions) · "
+        f"vector index {stats.vector_index} · "
+        f"built {stats.built_at:%Y-%m-%d %H:%M} UTC"
+    )
+
+
+def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None) -> None:
+    """One hit; `match` is None while the model that scores relevance is loading."""
+    with st.container(border=True):
+        title = escape_markdown(hit.title or hit.doc_id)
+        if match is None:
+            st.markdown(f"**{rank}. {title}**")
+        else:
+            st.markdown(f"**{rank}. {title}** &nbsp; {match.badge}",
+                        help=f"Cosine similarity {match.cosine:.2f} between the query and this "
+                        "passage. Strong, fair and weak are cut where relevant passages of a test "
+                        "collection score (see BENCHMARKS.md), the same in every mode.")
+        st.caption(source_caption(hit))
+        st.markdown(snippet_markdown(hit.text, query, title=hit.title))
+        with st.expander("Full passage and scores"):
+            st.caption(details_line(hit, mode, match))
+            st.markdown(passage_markdown(hit.text, query))
+
+
+def search_page(folder: Path) -> None:
+    st.title("Search")
+    try:
+        choice = reranker_choice()
+    except ValueError as err:  # a rerank_config.json that cannot be read
+        st.error(f"The reranker ({reranker_setting() or 'models/reranker'}) cannot be used. {err} Set "
+                 "SEMSEARCH_RERANKER=none to search without it.")
+        return
+    build = background_build(folder)
+    try:
+        searcher = searcher_for(folder)
+        stats = searcher.stats()
+    except IndexNotFoundError:
+        if build is not None and build.status().running:
+            preload_default_model()
+            show_build_progress(build, had_index=False)
+            st.info("The first documents are being indexed; the search box appears as soon as they "
+                    "are committed, within a minute.")
+            return
+        if build is not None:
+            show_build_progress(build, had_index=False)  # its error
+        st.info(missing_index_message(folder))
+        return
+    except (IndexerError, SearchError, ValueError) as err:
+        st.error(f"The index in {folder} cannot be opened. {err}")
+        return
+    except OSError as err:  # only the reranker remains: the Index wraps its own file errors
+        st.error(f"The reranker ({choice.path}) cannot be loaded. {err} Set SEMSEARCH_RERANKER=none "
+                 "to search without it.")
+        return
+    if build is not None:
+        show_build_progress(build, had_index=True)
+    stats_area = st.container()  # filled last, with the figures of the build that answered
+
+    left, right = st.columns([5, 1])
+    left.text_input("Query", key="query", placeholder=f"e.g. {EXAMPLE_QUERY}")
+    right.number_input("Results", min_value=1, max_value=MAX_K, step=1, key="k")
+    options = st.columns([3, 1], vertical_alignment="bottom")
+    options[0].radio(
+        "Mode",
+        MODES,
+        key="mode",
+        horizontal=True,
+        format_func=MODE_LABELS.__getitem__,
+        help="Dense compares meanings (embeddings); BM25 matches exact words (names, codes, rare "
+        "terms); hybrid fuses both lists, by default as a weighted sum of their scores, each "
+        "scaled to one range.",
+    )
+    if st.session_state.mode == "hybrid":
+        fusion_controls(searcher, options[0])
+    if searcher.reranker is not None:
+        options[1].toggle(
+            "Rerank",
+            key="rerank",
+            help=f"Rescore the top {searcher.config.rerank_candidates} documents with the "
+            f"cross-encoder reranker ({Path(str(choice.path)).name}): slower, usually sharper.",
+        )
+    query: str = st.session_state.query
+    mode: str = st.session_state.mode
+    if query:
+        st.query_params["q"] = query
+    else:
+        st.query_params.pop("q", None)
+    if mode != DEFAULT_MODE:
+        st.query_params["mode"] = mode
+    else:
+        st.query_params.pop("mode", None)
+    result = run_search(searcher, query, int(st.session_state.k), mode,
+                        searcher.reranker is not None and bool(st.session_state.rerank),
+                        st.session_state.get("fusion"), st.session_state.get("fusion_weight"))
+    if result is not None and result.stats is not None:
+        stats = result.stats
+    show_stats(stats_area, stats)
+    if result is None:
+        return
+    if not result.hits and stats.documents == 0:
+        st.info(
+            "The index holds no documents yet. Add some under **Add documents** in the sidebar."
+        )
+        return
+    if not result.hits:
+        st.info(
+            "No passage contains any of the query's words (BM25 matches words exactly, ignoring "
+            "words such as *the* or *of*). Try the dense or hybrid mode, or other words."
+        )
+        return
+    st.caption(result_caption(result))
+    cosines = passage_cosines(searcher, query, result)
+    matches: list[Relevance | None] = [None] * len(result.hits)
+    if cosines is not None:
+        matches = [relevance(c) for c in cosines]
+        weak = weak_results_message(max(matches, key=lambda m: m.cosine))
+        if weak:
+            st.warning(weak)
+    else:
+        rerun_when_model_loads(searcher)
+    for rank, (hit, match) in enumerate(zip(result.hits, matches, strict=True), start=1):
+        show_hit(rank, hit, query, result.mode, match)
+
+
+@st.fragment(run_every=MODEL_POLL_SECONDS)
+def rerun_when_model_loads(searcher: Searcher) -> None:
+    """Search again, in the mode asked, as soon as the model has loaded."""
+    if not searcher.model_loading:
+        st.rerun()
+
+
+def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> list[float] | None:
+    """Each hit's cosine with the query under the index's model: one scale in every mode; None
+    while the model loads in the background, which the BM25 answer meanwhile does not wait for.
+
+    Dense hits carry it as their retriever score; for the others the passages are encoded
+    again as the indexer encoded them (`passage_text`), k short texts per search.
+    """
+    if result.mode == "dense":
+        return [h.retriever_score if h.retriever_score is not None else h.score for h in result.hits]
+    if searcher.model_loading:
+        return None
+    texts = [passage_text(h.title, h.text) for h in result.hits]
+    return [float(c) for c in similarity_matrix([query], texts, model=searcher.model)[0]]
+
+
+def fusion_controls(searcher: Searcher, area) -> None:
+    """How hybrid fuses its two lists, and the dense list's share; defaults from SearchConfig."""
+    if "fusion" not in st.session_state:
+        st.session_state.fusion = searcher.config.fusion_for().method
+        st.session_state.fusion_weight = searcher.config.fusion_for().weight
+
+    def method_changed() -> None:  # each method starts at the weight measured best for it
+        st.session_state.fusion_weight = searcher.config.fusion_for(st.session_state.fusion).weight
+
+    left, right = area.columns(2)
+    left.selectbox("Fusion", FUSIONS, key="fusion", format_func=FUSION_LABELS.get,
+                   on_change=method_changed,
+                   help="How hybrid combines the dense and BM25 lists: by rank, or by their "
+                   "scores scaled to one range.")
+    right.slider("Dense share", 0.0, 1.0, step=0.05, key="fusion_weight",
+                 help="0 ranks by BM25 alone, 1 by dense alone.")
+
+
+def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool,
+               fusion: str | None = None, fusion_weight: float | None = None) -> SearchResult | None:
+    """The search the page asks for, or None (with a message) when there is nothing to show.
+
+    The default mode is passed as no mode, so the Searcher's rule for an index
+    without BM25 applies (it runs dense and says why); the page shows its reason.
+    """
+    if not query:
+        st.info(f"Type a question or a few words, for example: *{EXAMPLE_QUERY}*.")
+        return None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", QueryTruncatedWarning)
+        try:
+            hybrid = mode == "hybrid"
+            result = searcher.search_detailed(
+                query, k, mode=None if mode == DEFAULT_MODE else mode, rerank=rerank,
+                fusion=fusion if hybrid else None, fusion_weight=fusion_weight if hybrid else None,
+            )
+        except EmptyQueryError as err:
+            st.warning(str(err))
+            return None
+        except (IndexerError, SearchError, ValueError) as err:
+            st.error(f"The search failed. {err}")
+            return None
+        except OSError as err:  # a reranker loaded in the background (BackgroundReranker)
+            st.error(f"The reranker ({reranker_setting() or 'models/reranker'}) cannot be loaded. "
+                     f"{err} Set SEMSEARCH_RERANKER=none to search without it.")
+            return None
+    if result.fallback_reason is not None:
+        # BM25 stands in only while the model loads, a passing state; dense for a missing BM25 index.
+        (st.info if result.mode == "bm25" else st.warning)(result.fallback_reason)
+    for warning in caught:
+        if issubclass(warning.category, QueryTruncatedWarning):
+            st.warning(str(warning.message))
+    return result
