@@ -25,14 +25,16 @@ from bench.record import markdown_table, record
 from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
-from search import Searcher, resolve_reranker
+from search import SearchConfig, Searcher, resolve_reranker
 from search.eval import evaluate_searcher
 from search.metrics import evaluate_rankings, percentile_ms
 
 MODES = (
     ("bm25", "this pipeline, `--mode bm25`: passages, best passage per doc", "0.665 (BEIR, Elasticsearch)"),
     ("dense", "this pipeline, `--mode dense`: all-MiniLM-L6-v2, best passage per doc", "0.645 (SBERT/BEIR)"),
-    ("hybrid", "this pipeline, `--mode hybrid`: the default fusion of the two over passages (z-score, dense share 0.4)", "—"),
+    ("hybrid", "this pipeline, `--mode hybrid`: the default fusion of the two over passages "
+     f"({SearchConfig().fusion_for().method}, dense share {SearchConfig().fusion_for().weight:g}, "
+     f"second passage {SearchConfig().second_passage_weight:g})", "—"),
 )
 RERANK_CANDIDATES = 50
 RERANKED = (
