@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench.bench_relevance import Setting, choose
 
 
@@ -55,3 +57,28 @@ def test_title_counts_that_tie_for_the_hybrid_go_to_the_better_bm25():
     assert max((two, three), key=lambda r: title_key(r, baseline, hybrid)) is three
     worse_hybrid = {"a": {bm25: 0.75, hybrid: 0.71}, "b": {bm25: 0.75, hybrid: 0.73}}
     assert max((two, worse_hybrid), key=lambda r: title_key(r, baseline, hybrid)) is two
+
+
+def test_bootstrap_choice_counts_how_often_the_default_is_chosen_again_and_still_holds():
+    import numpy as np
+
+    from bench.bench_relevance import bootstrap_choice
+
+    dense, bm25 = Setting("dense"), Setting("bm25")
+    clear, close = Setting("hybrid", "tmm", 0.8), Setting("hybrid", "zscore", 0.4)
+    ones, zeros = np.ones(50), np.zeros(50)
+    half = np.array([1.0, 0.0] * 25)
+    per_query = {  # clear scores 1 on every query, close 1 on half of them, the singles never
+        "a": {dense: zeros, bm25: zeros, clear: ones, close: half},
+        "b": {dense: zeros, bm25: zeros, clear: ones, close: half},
+    }
+    singles = {n: np.stack([zeros, zeros]) for n in per_query}
+    boot = bootstrap_choice(per_query, singles, [dense, bm25, clear, close], clear, rounds=50)
+    assert boot["default_chosen"] == 1.0 and boot["default_holds"] == 1.0
+    assert boot["top"] == [(clear, 50)]
+    assert boot["gain_interval"] == {"a": pytest.approx((1.0, 1.0)), "b": pytest.approx((1.0, 1.0))}
+    # The other default: never chosen, yet it gains about 0.5 on each set, above the bar every time.
+    other = bootstrap_choice(per_query, singles, [dense, bm25, clear, close], close, rounds=50)
+    assert other["default_chosen"] == 0.0 and other["default_holds"] == 1.0
+    low, high = other["gain_interval"]["a"]
+    assert 0.3 < low < 0.5 < high < 0.7
