@@ -481,6 +481,37 @@ def test_hybrid_offers_fusion_method_and_weight(demo_index: Path, monkeypatch: p
     assert not at.selectbox, "fusion only applies to hybrid"
 
 
+def test_the_fusion_choice_survives_runs_that_do_not_draw_its_widgets(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ui.search_page import FUSION_CHOICE
+
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    # A run cut short by a rerun between the two widgets leaves the method set and the share
+    # forgotten; the slider then fell to its minimum, 0 (BM25 alone). It takes the method's default.
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["q"] = "great red spot"
+    at.session_state["fusion"] = "minmax"
+    at.run()
+    assert not at.exception
+    assert at.slider(key="fusion_weight").value == SearchConfig().fusion_for("minmax").weight
+    # ... or the share last chosen for that method.
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["q"] = "great red spot"
+    at.session_state["fusion"] = "minmax"
+    at.session_state[FUSION_CHOICE] = ("minmax", 0.3)
+    at.run()
+    assert at.slider(key="fusion_weight").value == 0.3
+    # Dense mode draws neither widget, so Streamlit forgets both; back in hybrid they are as left.
+    at = run_app({"q": "great red spot"})
+    at.selectbox(key="fusion").set_value("zscore").run()
+    at.slider(key="fusion_weight").set_value(0.25).run()
+    at.radio(key="mode").set_value("dense").run()
+    at.radio(key="mode").set_value("hybrid").run()
+    assert not at.exception
+    assert (at.selectbox(key="fusion").value, at.slider(key="fusion_weight").value) == ("zscore", 0.25)
+
+
 def test_upload_of_a_csv_without_a_text_column_asks_which_columns_hold_text_title_and_id(
     private_index: Path,
 ) -> None:

@@ -32,6 +32,7 @@ import pytest
 
 from data.paths import PROJECT_ROOT
 from indexer import IndexConfig, build_index
+from search import SearchConfig
 
 pytestmark = pytest.mark.integration
 
@@ -255,6 +256,12 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
                 "the relevance labels, once the model has loaded")
             assert "Full passage and scores" in body
             assert "fused" not in body, "raw scores stay in the details"
+            # The dense share shows the default: a rerun that cut a run short (typing, the model
+            # arriving) once left the method set and the share at the slider's minimum, 0.
+            share = await page.evaluate(
+                """(() => { const v = document.querySelector('[data-testid="stSliderThumbValue"]');
+                   return v ? v.innerText : null; })()""")
+            assert share == f"{SearchConfig().fusion_for().weight:.2f}", f"dense share shown: {share}"
             shots["search"] = await page.screenshot(screenshots / "search.png")
 
             # Reading a passage: emphasis in italics, the doctest in monospace, details inside.

@@ -51,6 +51,8 @@ FUSION_LABELS = {"rrf": "reciprocal rank", "minmax": "scores, min-max scaled",
 BUILD_POLL_SECONDS = 2.0
 MODEL_POLL_SECONDS = 1.0
 EXAMPLE_QUERY = "how do I open a file"
+# The hybrid's (method, dense share) as last chosen, kept where Streamlit does not forget it.
+FUSION_CHOICE = "fusion_choice"
 
 
 def build_status_message(status: BuildStatus) -> str:
@@ -249,20 +251,35 @@ def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> lis
 
 
 def fusion_controls(searcher: Searcher, area) -> None:
-    """How hybrid fuses its two lists, and the dense list's share; defaults from SearchConfig."""
+    """How hybrid fuses its two lists, and the dense list's share; defaults from SearchConfig.
+
+    Streamlit forgets a widget's value when a run does not draw it: in dense or BM25 mode, and
+    in a run that a rerun (a keystroke, the model or a build arriving) cut short between the two
+    widgets, which left the method set and the share at the slider's minimum, 0 (BM25 alone).
+    So the choice is also kept under FUSION_CHOICE, which is no widget's key, and each widget
+    that lost its value takes it back from there (the share, or the method's measured default).
+    """
+    remembered = st.session_state.get(FUSION_CHOICE)
     if "fusion" not in st.session_state:
-        st.session_state.fusion = searcher.config.fusion_for().method
-        st.session_state.fusion_weight = searcher.config.fusion_for().weight
+        st.session_state.fusion = remembered[0] if remembered else searcher.config.fusion_for().method
+    if "fusion_weight" not in st.session_state:
+        method = st.session_state.fusion
+        kept = remembered is not None and remembered[0] == method
+        st.session_state.fusion_weight = remembered[1] if kept else searcher.config.fusion_for(method).weight
+
+    def remember() -> None:
+        st.session_state[FUSION_CHOICE] = (st.session_state.fusion, st.session_state.fusion_weight)
 
     def method_changed() -> None:  # each method starts at the weight measured best for it
         st.session_state.fusion_weight = searcher.config.fusion_for(st.session_state.fusion).weight
+        remember()
 
     left, right = area.columns(2)
     left.selectbox("Fusion", FUSIONS, key="fusion", format_func=FUSION_LABELS.get,
                    on_change=method_changed,
                    help="How hybrid combines the dense and BM25 lists: by rank, or by their "
                    "scores scaled to one range.")
-    right.slider("Dense share", 0.0, 1.0, step=0.05, key="fusion_weight",
+    right.slider("Dense share", 0.0, 1.0, step=0.05, key="fusion_weight", on_change=remember,
                  help="0 ranks by BM25 alone, 1 by dense alone.")
 
 
