@@ -129,6 +129,9 @@ def test_search_page_shows_stats_and_ranks_the_right_document_first(
     at.number_input(key="k").set_value(2).run()
     assert result_titles(at)[:1] == ["pasta"] and len(result_titles(at)) == 2
     assert [e.label for e in at.expander] == ["Full passage and scores"] * 2
+    assert at.query_params["k"] == "2"  # kept in the link, and restored from it if forgotten
+    at.number_input(key="k").set_value(5).run()
+    assert "k" not in at.query_params, "the default stays out of the link"
 
 
 def test_query_in_the_url_searches_on_load(
@@ -638,7 +641,9 @@ def test_a_reranker_that_starts_off_loads_in_the_background_and_reranks_when_ask
     at = run_app()
     assert not at.exception and at.toggle(key="rerank").value is False
     at.toggle(key="rerank").set_value(True).run()
-    at.text_input(key="query").input("noodles").run()  # waits for the cross-encoder it asks for
+    # Waits for the cross-encoder it asks for. Words BM25 finds too: while the bi-encoder still
+    # loads, the search answers with BM25, and "noodles" there would leave nothing to rerank.
+    at.text_input(key="query").input("boil the pasta").run()
     assert not at.exception and not at.error
     assert any("candidates were reranked" in c.value for c in at.main.caption)
 
@@ -655,7 +660,9 @@ def test_a_background_reranker_that_cannot_load_is_an_error_with_the_fix(
     monkeypatch.setenv("SEMSEARCH_MODEL_LOADING", "background")
     monkeypatch.delenv("SEMSEARCH_RERANKER")
     monkeypatch.setattr(search.rerank, "CrossEncoderReranker", broken)
-    at = run_app({"q": "noodles"})
+    # Words BM25 finds too: while the bi-encoder still loads, the search answers with BM25, and a
+    # query without hits there ("noodles") would leave the reranker nothing to fail on.
+    at = run_app({"q": "boil the pasta"})
     assert not at.exception and not at.error, "the first search does not rerank, so it does not fail"
     at.toggle(key="rerank").set_value(True).run()
     assert not at.exception

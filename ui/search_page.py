@@ -195,6 +195,12 @@ def search_page(folder: Path) -> None:
         st.query_params["mode"] = mode
     else:
         st.query_params.pop("mode", None)
+    # k too, so a shared link keeps it, and a run cut short before the Results box (Streamlit
+    # then forgets its value) gets it back from the URL (`initial_state`), not the default.
+    if int(st.session_state.k) != DEFAULT_K:
+        st.query_params["k"] = str(int(st.session_state.k))
+    else:
+        st.query_params.pop("k", None)
     result = run_search(searcher, query, int(st.session_state.k), mode,
                         searcher.reranker is not None and bool(st.session_state.rerank),
                         st.session_state.get("fusion"), st.session_state.get("fusion_weight"))
