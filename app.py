@@ -9,8 +9,9 @@ reranker shipped in models/reranker; "none" turns reranking off).
 The bi-encoder loads in the background (SEMSEARCH_MODEL_LOADING=eager waits for it
 instead): until it is ready, searches answer with BM25 and say so, then switch by themselves.
 A reranker that starts off loads in the background too.
-A link such as `/?q=how+do+I+open+a+file&mode=hybrid` opens the search page
-with that query and retrieval mode. With SEMSEARCH_BUILD_SOURCE set (`make run`
+A link such as `/?q=how+do+I+open+a+file&mode=hybrid&k=10` opens the search page
+with that query, retrieval mode and number of results, and the page keeps its address in step
+with them, so it can be shared. With SEMSEARCH_BUILD_SOURCE set (`make run`
 sets it to the demo corpus until the demo index is complete), the app indexes
 that source into the index in the background and answers from what has been
 committed so far, with a progress bar (ui/background_build.py).
