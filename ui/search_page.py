@@ -259,11 +259,12 @@ def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> lis
 def fusion_controls(searcher: Searcher, area) -> None:
     """How hybrid fuses its two lists, and the dense list's share; defaults from SearchConfig.
 
-    Streamlit forgets a widget's value when a run does not draw it: in dense or BM25 mode, and
-    in a run that a rerun (a keystroke, the model or a build arriving) cut short between the two
-    widgets, which left the method set and the share at the slider's minimum, 0 (BM25 alone).
-    So the choice is also kept under FUSION_CHOICE, which is no widget's key, and each widget
-    that lost its value takes it back from there (the share, or the method's measured default).
+    Streamlit forgets a widget's value when a run does not draw it (dense or BM25 mode, or a
+    run cut short between the two widgets), so the choice is also kept under FUSION_CHOICE,
+    which is no widget's key, and a widget that lost its value takes it back from there (the
+    share, or the method's measured default). And the browser, mounting the slider afresh,
+    took its default, the minimum 0 (BM25 alone), for a change by the user in about one page
+    load in five; so the slider is also given the share as its default.
     """
     remembered = st.session_state.get(FUSION_CHOICE)
     if "fusion" not in st.session_state:
@@ -285,8 +286,11 @@ def fusion_controls(searcher: Searcher, area) -> None:
                    on_change=method_changed,
                    help="How hybrid combines the dense and BM25 lists: by rank, or by their "
                    "scores scaled to one range.")
-    right.slider("Dense share", 0.0, 1.0, step=0.05, key="fusion_weight", on_change=remember,
-                 help="0 ranks by BM25 alone, 1 by dense alone.")
+    # `value` too, the share just set: the browser falls back to a slider's default when it
+    # mounts the widget afresh, and without one that default is the minimum, 0 (BM25 alone).
+    # (.streamlit/config.toml turns off Streamlit's log warning about a value set both ways.)
+    right.slider("Dense share", 0.0, 1.0, value=float(st.session_state.fusion_weight), step=0.05,
+                 key="fusion_weight", on_change=remember, help="0 ranks by BM25 alone, 1 by dense alone.")
 
 
 def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool,
