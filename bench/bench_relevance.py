@@ -50,7 +50,7 @@ from search.config import SearchConfig
 from search.documents import rank_in_rounds
 from search.eval import evaluate_searcher
 from search.fusion import FUSIONS, NORMALISATIONS, Fusion
-from search.metrics import evaluate_rankings, ndcg_at_k
+from search.metrics import evaluate_rankings, judged_queries, ndcg_at_k
 from search.retrieve import Candidate
 
 WEIGHTS = tuple(round(w, 2) for w in np.linspace(0.0, 1.0, 11))
@@ -140,14 +140,23 @@ def score(lists: dict[str, QueryLists], qrels, setting: Setting, total: int) -> 
 
 def per_query_ndcg(lists: dict[str, QueryLists], qrels, setting: Setting, total: int) -> np.ndarray:
     """nDCG@10 of each judged query, in qrels order: the terms `evaluate_rankings` averages."""
-    judged = [qid for qid in qrels if any(r > 0 for r in qrels[qid].values())]
     return np.array([ndcg_at_k(rank(lists[qid], setting, total) if qid in lists else [], qrels[qid], 10)
-                     for qid in judged])
+                     for qid in judged_queries(qrels)])
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How the dev choice fares over resampled dev sets (`bootstrap_choice`)."""
+
+    default_chosen: float  # share of resamples whose choice is the default
+    default_holds: float  # share where the default gains >= TARGET_GAIN on every set
+    top: list[tuple[Setting, int]]  # the settings chosen most, with how often
+    gain_interval: dict[str, tuple[float, float]]  # per set, the default's gain, 5th to 95th percentile
 
 
 def bootstrap_choice(per_query: dict[str, dict[Setting, np.ndarray]], baseline_singles: dict[str, np.ndarray],
                      settings: list[Setting], default: Setting, rounds: int = BOOTSTRAP_ROUNDS,
-                     seed: int = 0) -> dict[str, object]:
+                     seed: int = 0) -> Bootstrap:
     """Resample each dev set's queries with replacement `rounds` times and choose again (`choose`,
     against the best single retriever of the resample: `baseline_singles[name]` holds every single
     setting's per-query scores, of every title count, as rows). Returns how often the choice is
@@ -174,12 +183,12 @@ def bootstrap_choice(per_query: dict[str, dict[Setting, np.ndarray]], baseline_s
         pick, _ = choose(results, hybrid, best)
         picks[pick] = picks.get(pick, 0) + 1
         holds += all(results[n][default] - best[n] >= TARGET_GAIN - 1e-9 for n in names)
-    return {
-        "default_chosen": picks.get(default, 0) / rounds,
-        "default_holds": holds / rounds,
-        "top": sorted(picks.items(), key=lambda item: -item[1])[:3],
-        "gain_interval": {n: (float(np.percentile(g, 5)), float(np.percentile(g, 95))) for n, g in gains.items()},
-    }
+    return Bootstrap(
+        default_chosen=picks.get(default, 0) / rounds,
+        default_holds=holds / rounds,
+        top=sorted(picks.items(), key=lambda item: -item[1])[:3],
+        gain_interval={n: (float(np.percentile(g, 5)), float(np.percentile(g, 95))) for n, g in gains.items()},
+    )
 
 
 def sweep_settings() -> list[Setting]:
@@ -367,12 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     boot_line = (
         f"Stability under resampling ({BOOTSTRAP_ROUNDS} bootstrap resamples of each dev set's queries, "
         f"title written {title_choice} times, the setting chosen again on each against the resample's best "
-        f"single retriever): the dev choice is chosen again in {boot['default_chosen']:.0%} of them, and "
+        f"single retriever): the dev choice is chosen again in {boot.default_chosen:.0%} of them, and "
         f"still beats the best single retriever by {TARGET_GAIN} or more on every set in "
-        f"{boot['default_holds']:.0%}. Chosen most often: "
-        + ", ".join(f"{s.label()} ({k / BOOTSTRAP_ROUNDS:.0%})" for s, k in boot["top"])
+        f"{boot.default_holds:.0%}. Chosen most often: "
+        + ", ".join(f"{s.label()} ({k / BOOTSTRAP_ROUNDS:.0%})" for s, k in boot.top)
         + ". The dev choice's gain over the best single retriever, 5th to 95th percentile: "
-        + ", ".join(f"{n} {lo:+.3f} to {hi:+.3f}" for n, (lo, hi) in boot["gain_interval"].items())
+        + ", ".join(f"{n} {lo:+.3f} to {hi:+.3f}" for n, (lo, hi) in boot.gain_interval.items())
         + "."
     )
 

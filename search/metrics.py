@@ -36,11 +36,16 @@ def percentile_ms(seconds: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(seconds) * 1000.0, q)) if len(seconds) else 0.0
 
 
+def judged_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """The queries with at least one relevant document, in qrels order: those metrics average over."""
+    return [qid for qid in qrels if any(r > 0 for r in qrels[qid].values())]
+
+
 def evaluate_rankings(
     rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
 ) -> dict[str, float]:
     """Mean nDCG@10, MRR@10 and recall@100 over the queries that have judgements."""
-    judged = [qid for qid in qrels if any(r > 0 for r in qrels[qid].values())]
+    judged = judged_queries(qrels)
     if not judged:
         raise ValueError("No query has a relevant document in the qrels; check the split.")
     totals = {"ndcg@10": 0.0, "mrr@10": 0.0, "recall@100": 0.0}

@@ -194,7 +194,7 @@ def _render(flat: str, matches: list[TermMatch], start: int, end: int) -> list[s
         if inside:
             pieces.append(_inline_code(flat[pos:stop]))
         else:
-            pieces.extend(_mark(flat, [m for m in matches if pos <= m.start and m.end <= stop], pos, stop))
+            pieces.extend(_mark(flat, matches, pos, stop))
         if stop < end:
             inside = not inside
         pos = stop + 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bench.bench_relevance import Setting, choose
@@ -74,11 +76,31 @@ def test_bootstrap_choice_counts_how_often_the_default_is_chosen_again_and_still
     }
     singles = {n: np.stack([zeros, zeros]) for n in per_query}
     boot = bootstrap_choice(per_query, singles, [dense, bm25, clear, close], clear, rounds=50)
-    assert boot["default_chosen"] == 1.0 and boot["default_holds"] == 1.0
-    assert boot["top"] == [(clear, 50)]
-    assert boot["gain_interval"] == {"a": pytest.approx((1.0, 1.0)), "b": pytest.approx((1.0, 1.0))}
+    assert boot.default_chosen == 1.0 and boot.default_holds == 1.0
+    assert boot.top == [(clear, 50)]
+    assert boot.gain_interval == {"a": pytest.approx((1.0, 1.0)), "b": pytest.approx((1.0, 1.0))}
     # The other default: never chosen, yet it gains about 0.5 on each set, above the bar every time.
     other = bootstrap_choice(per_query, singles, [dense, bm25, clear, close], close, rounds=50)
-    assert other["default_chosen"] == 0.0 and other["default_holds"] == 1.0
-    low, high = other["gain_interval"]["a"]
+    assert other.default_chosen == 0.0 and other.default_holds == 1.0
+    low, high = other.gain_interval["a"]
     assert 0.3 < low < 0.5 < high < 0.7
+
+
+def test_per_query_ndcg_averages_to_what_evaluate_rankings_reports():
+    from bench.bench_relevance import QueryLists, per_query_ndcg, score
+
+    # Passages 1-4 belong to documents a-d; q1 finds its document first, q2 second, q3 never.
+    lists = {
+        qid: QueryLists(dense=dense, bm25=bm25, document_of={p: p for p in range(1, 5)},
+                        doc_id_of={1: "a", 2: "b", 3: "c", 4: "d"})
+        for qid, dense, bm25 in (
+            ("q1", [(1, 0.9), (2, 0.5)], [(1, 3.0)]),
+            ("q2", [(3, 0.9), (2, 0.8)], [(3, 2.0), (2, 1.0)]),
+            ("q3", [(4, 0.9)], [(4, 1.0)]),
+        )
+    }
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}, "q4": {"a": 0}}  # q4: nothing relevant
+    setting = Setting("hybrid", "tmm", 0.8)
+    per_query = per_query_ndcg(lists, qrels, setting, total=4)
+    assert per_query.tolist() == pytest.approx([1.0, 1 / math.log2(3), 0.0])
+    assert per_query.mean() == pytest.approx(score(lists, qrels, setting, 4)["ndcg@10"])
