@@ -32,9 +32,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     build.add_argument("--keep-missing", action="store_true", help="do not remove documents the source no longer has")
     build.add_argument("--strict", action="store_true", help="fail on the first bad file or record")
     build.add_argument("--batch-size", type=int, default=64)
-    build.add_argument("--passage-tokens", type=int, default=None, help="tokens per passage (default: what the model reads)")
-    build.add_argument("--overlap", type=int, default=32, help="tokens shared by consecutive passages")
-    build.add_argument("--no-titles", action="store_true", help="embed passages without their document title")
+    build.add_argument("--passage-tokens", type=int, default=None, help="tokens per passage (default: the index's, or what the model reads for a new index)")
+    build.add_argument("--overlap", type=int, default=None,
+                       help="tokens shared by consecutive passages (default: the index's, or 32 for a new index)")
+    build.add_argument("--no-titles", action="store_true",
+                       help="embed passages without their document title (a new index, or with --rebuild)")
     build.add_argument("--csv-id", default="id", help="CSV column holding the document id")
     build.add_argument("--csv-title", default="title", help="CSV column holding the title")
     build.add_argument("--csv-text", default="text", help="CSV column holding the text")
@@ -84,7 +86,7 @@ def config_from_args(args: argparse.Namespace) -> IndexConfig:
         batch_size=args.batch_size,
         passage_tokens=args.passage_tokens,
         overlap_tokens=args.overlap,
-        embed_titles=not args.no_titles,
+        embed_titles=False if args.no_titles else None,
         csv_id_column=args.csv_id,
         csv_title_column=args.csv_title,
         csv_text_column=args.csv_text,

@@ -13,6 +13,7 @@ the original source.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from indexer.chunking import split_into_passages
-from indexer.config import IndexConfig
+from indexer.chunking import left_out, split_into_passages
+from indexer.config import DEFAULT_OVERLAP_TOKENS, IndexConfig
 from indexer.documents import Document, InputIssue, PassageSpan
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.errors import (
@@ -33,9 +34,9 @@ from indexer.errors import (
 from indexer.index import Index
 from indexer.model_spec import ModelSpec
 from indexer.passage_text import passage_text
-from indexer.plan import Plan, plan
+from indexer.plan import Plan, Skipped, plan
 from indexer.readers import read_documents
-from indexer.records import BuildMeta, CommitResult
+from indexer.records import BuildMeta, CommitResult, IndexInfo
 
 logger = logging.getLogger(__name__)
 
@@ -122,25 +123,43 @@ class BuildReport:
         )
 
 
-def passage_budget(config: IndexConfig, model) -> int:
-    """Tokens per passage so that [CLS] + title prefix + passage + [SEP] fit the model."""
+@dataclass(frozen=True)
+class Chunking:
+    """How a build cuts and embeds passages: what the index records as its settings."""
+
+    passage_tokens: int
+    overlap_tokens: int
+    embed_titles: bool
+
+
+def chunking_for(config: IndexConfig, model, info: IndexInfo | None) -> Chunking:
+    """The build's chunking: each setting as `config` gives it, else the index's (`info`), else
+    the default; `passage_tokens` fitted so that [CLS] + title prefix + passage + [SEP] fit
+    the model. A setting that differs from the index's is refused later, by
+    `BuildTransaction.check_compatible`, naming --rebuild."""
+    embed_titles = config.embed_titles if config.embed_titles is not None else (
+        info.embed_titles if info is not None else True)
+    overlap = config.overlap_tokens if config.overlap_tokens is not None else (
+        info.overlap_tokens if info is not None else DEFAULT_OVERLAP_TOKENS)
+    wanted = config.passage_tokens if config.passage_tokens is not None else (
+        info.passage_tokens if info is not None else None)
     model_max = int(model.max_seq_length)
-    room = model_max - 2 - (title_token_budget(model_max) + 1 if config.embed_titles else 0)
-    if config.passage_tokens is None:
+    room = model_max - 2 - (title_token_budget(model_max) + 1 if embed_titles else 0)
+    if wanted is None:
         budget = room
-    elif config.passage_tokens > room:
+    elif wanted > room:
         raise ValueError(
-            f"passage_tokens ({config.passage_tokens}) does not fit the model's max sequence "
+            f"passage_tokens ({wanted}) does not fit the model's max sequence "
             f"length ({model_max}) with its special and title tokens; use at most {room}."
         )
     else:
-        budget = config.passage_tokens
-    if config.overlap_tokens >= budget:
+        budget = wanted
+    if overlap >= budget:
         raise ValueError(
-            f"overlap_tokens ({config.overlap_tokens}) must be smaller than the passage length "
+            f"overlap_tokens ({overlap}) must be smaller than the passage length "
             f"({budget} tokens); lower --overlap."
         )
-    return budget
+    return Chunking(budget, overlap, embed_titles)
 
 
 def embedded_title(title: str, model) -> str:
@@ -208,6 +227,10 @@ def embed(
 
 def _read(config: IndexConfig, report: BuildReport) -> list[Document]:
     def on_issue(issue: InputIssue) -> None:
+        if not issue.retains_stored:  # left out on purpose (a second link to a file): a warning
+            logger.warning("%s", issue)
+            report.warnings.append(str(issue))
+            return
         if config.strict:
             raise BadInputError(f"{issue} (--strict turns skipped input into an error)")
         logger.warning("skipped %s%s", issue, f" ({issue.cli_hint})" if issue.cli_hint else "")
@@ -219,6 +242,7 @@ def _read(config: IndexConfig, report: BuildReport) -> list[Document]:
             on_issue=on_issue,
             csv_columns=(config.csv_id_column, config.csv_title_column, config.csv_text_column),
             max_document_chars=config.max_document_chars,
+            exclude=config.index_dir,
         )
     )
     if not documents and not report.issues:
@@ -245,28 +269,70 @@ def _count(report: BuildReport, changes: Plan) -> None:
     for moved in changes.moved:
         logger.warning("%s", moved)
         report.warnings.append(str(moved))
+    if changes.kept:
+        shown = ", ".join(changes.kept[:MAX_ISSUES_SHOWN])
+        more = f" and {len(changes.kept) - MAX_ISSUES_SHOWN} more" if len(changes.kept) > MAX_ISSUES_SHOWN else ""
+        warning = (f"kept the stored version of {len(changes.kept)} document(s) whose input was "
+                   f"skipped this time ({shown}{more}); fix the input named above and build again, "
+                   "or delete it from the source to remove it from the index")
+        logger.warning("%s", warning)
+        report.warnings.append(warning)
 
 
-def next_chunk(changes: Plan, spans: Mapping[str, Sequence[PassageSpan]], passages: int) -> Plan:
+class PassageCutter:
+    """Cuts documents into passages when first asked, and remembers them for the build.
+
+    The build loop asks only for the documents a commit looks at (see `next_chunk`), so the
+    first commit of a large build lands without cutting the whole source first.
+    """
+
+    def __init__(self, tokenizer, passage_tokens: int, overlap_tokens: int) -> None:
+        self.tokenizer = tokenizer
+        self.passage_tokens = passage_tokens
+        self.overlap_tokens = overlap_tokens
+        self.cut: dict[str, list[PassageSpan]] = {}
+        self.warnings: list[str] = []  # stretches left out of passages, one line each
+
+    def __call__(self, doc: Document) -> list[PassageSpan]:
+        spans = self.cut.get(doc.doc_id)
+        if spans is None:
+            spans = split_into_passages(doc.text, self.tokenizer, self.passage_tokens,
+                                        self.overlap_tokens)
+            self.cut[doc.doc_id] = spans
+            for start, end in left_out(doc.text, spans):
+                self.warnings.append(
+                    f"{doc.location}: characters {start:,}-{end:,} ({end - start:,} characters "
+                    "without a space, such as base64 or a minified line) are kept in the stored "
+                    "text but left out of its passages: the model could only read them as one "
+                    "unknown word")
+        return spans
+
+
+def next_chunk(changes: Plan, passages_of: Callable[[Document], Sequence[PassageSpan]],
+               passages: int) -> Plan:
     """The part of `changes` one commit takes: the removals, and the first documents to embed
-    up to `passages` passages (at least one document). Pure, like `plan`.
+    up to `passages` passages (at least one document).
 
-    Every commit of a build re-plans against what is stored, and takes the next chunk of
-    that plan, so an interrupted build, run again, resumes after its last commit.
+    `passages_of` gives a document's passages (cutting it if needed); it is asked for exactly
+    the documents this function looks at, so no caller has to guess ahead which documents
+    those are. Every commit of a build re-plans against what is stored and takes the next
+    chunk of that plan, so an interrupted build, run again, resumes after its last commit.
     """
     take: set[str] = set()
     count = 0
     for doc in changes.to_embed:
-        if take and count + len(spans[doc.doc_id]) > passages:
+        size = len(passages_of(doc))
+        if take and count + size > passages:
             break
         take.add(doc.doc_id)
-        count += len(spans[doc.doc_id])
+        count += size
     return Plan(
         add=[d for d in changes.add if d.doc_id in take],
         change=[d for d in changes.change if d.doc_id in take],
         remove=changes.remove,
         unchanged=changes.unchanged,
         moved=[m for m in changes.moved if m.doc_id in take],
+        kept=changes.kept,
     )
 
 
@@ -291,11 +357,11 @@ def _commit_without_model(config: IndexConfig, documents: list[Document], origin
             info = tx.info
             if (info is None
                     or (info.model, info.model_fingerprint) != (spec.id, spec.fingerprint())
-                    or (info.overlap_tokens, info.embed_titles) != (config.overlap_tokens, config.embed_titles)
+                    or config.overlap_tokens not in (None, info.overlap_tokens)
+                    or config.embed_titles not in (None, info.embed_titles)
                     or config.passage_tokens not in (None, info.passage_tokens)):
                 return False
-            changes = plan(tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None),
-                    documents, origin, prune=config.prune)
+            changes = plan_commit(tx, config, documents, origin, report)
             if changes.to_embed:
                 return False
             meta = BuildMeta(spec, info.dimension, info.passage_tokens, info.overlap_tokens,
@@ -308,6 +374,13 @@ def _commit_without_model(config: IndexConfig, documents: list[Document], origin
     _count(report, changes)
     report.add_commit(result)
     return True
+
+
+def plan_commit(tx, config: IndexConfig, documents: Sequence[Document], origin: str,
+          report: BuildReport) -> Plan:
+    """The plan of one commit: `documents` against what `tx` stores, keeping what the read skipped."""
+    stored = tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None)
+    return plan(stored, documents, origin, prune=config.prune, skipped=Skipped.of(report.issues))
 
 
 def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -> BuildReport:
@@ -332,9 +405,10 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
             logger.debug("build finished without the model: %s", report.summary())
             return report
         model = load_bi_encoder(spec)
-        meta = BuildMeta(spec, embedding_dimension(model), passage_budget(config, model),
-                         config.overlap_tokens, config.embed_titles, started, config.vector_index,
-                         config.segments)
+        chunking = chunking_for(config, model, None)  # explicit settings checked before mkdir
+        meta = BuildMeta(spec, embedding_dimension(model), chunking.passage_tokens,
+                         chunking.overlap_tokens, chunking.embed_titles, started,
+                         config.vector_index, config.segments)
     except KeyboardInterrupt:
         raise interrupted_before_writing(config) from None
     return commit_in_chunks(config, report, started, "build", lambda index: _build_in_chunks(
@@ -362,11 +436,21 @@ def commit_in_chunks(config: IndexConfig, report: BuildReport, started: float, w
     return report
 
 
+def nothing_to_embed(doc: Document) -> InputIssue:
+    return InputIssue(doc.source, doc.line, "nothing the model can read (the tokenizer drops every "
+                      "character: invisible, control or private-use ones); give it visible text",
+                      doc_id=doc.doc_id)
+
+
 def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document], origin: str,
                      model, meta: BuildMeta, report: BuildReport,
                      progress: ProgressCallback | None) -> None:
-    """Commit the plan chunk by chunk, each chunk one `index.build()` transaction."""
-    spans: dict[str, list[PassageSpan]] = {}
+    """Commit the plan chunk by chunk, each chunk one `index.build()` transaction.
+
+    A document the tokenizer leaves no passage of is reported as skipped input when its
+    chunk comes: it is not stored, and a stored version of it is kept (`plan.Skipped`).
+    """
+    cutter = PassageCutter(model.tokenizer, meta.passage_tokens, meta.overlap_tokens)
     bar: tqdm | None = None
     embed_step: Callable[..., np.ndarray] = embed  # with --ray: a RayStream over the whole plan
     total = offset = 0
@@ -383,39 +467,57 @@ def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document
     try:
         while True:
             with index.build(rebuild=rebuild) as tx:
+                if first:  # the index's own chunking where the build does not set it
+                    chunking = chunking_for(config, model, tx.info)
+                    meta = dataclasses.replace(meta, passage_tokens=chunking.passage_tokens,
+                                               overlap_tokens=chunking.overlap_tokens,
+                                               embed_titles=chunking.embed_titles)
+                    cutter = PassageCutter(model.tokenizer, meta.passage_tokens, meta.overlap_tokens)
                 tx.check_compatible(meta)  # before minutes of embedding, not after
-                changes = plan(tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None),
-                    documents, origin, prune=config.prune)
-                # Only what this commit takes is cut into passages (Ray streams the whole plan),
-                # so the first commit lands within seconds; the bar's total is estimated till then.
+                changes = plan_commit(tx, config, documents, origin, report)
                 if first and tx.info is not None:  # an index that answers already: no small first commit
                     chunk_size = config.commit_passages
-                chunk_ahead(spans, changes.to_embed, None if config.ray is not None else chunk_size,
-                            model, meta)
-                total = report.passages_embedded + estimated_passages(changes.to_embed, spans)
+                if first and config.ray is not None:  # Ray streams the whole plan: cut it all now
+                    for doc in changes.to_embed:
+                        cutter(doc)
+                # Only what this commit takes is cut into passages, so the first commit lands
+                # within seconds; the bar's total is estimated from what is cut so far.
+                taken = next_chunk(changes, cutter, chunk_size)
+                empty = [doc for doc in taken.to_embed if not cutter(doc)]
+                chunk = _without(taken, {doc.doc_id for doc in empty})
+                docs = chunk.to_embed
                 if first:
                     _count(report, changes)
+                if empty:
+                    _skip_empty(empty, changes, report)
+                    gone = {doc.doc_id for doc in empty}
+                    documents = [doc for doc in documents if doc.doc_id not in gone]
+                total = report.passages_embedded + estimated_passages(
+                    [d for d in changes.to_embed if d not in empty], cutter.cut)
+                if first:
                     bar = tqdm(total=total, unit="passage", desc="embedding", dynamic_ncols=True,
                                disable=not config.show_progress or not total)
                     if config.ray is not None:  # one Ray pipeline for every chunk: see ray_embed.py
                         from indexer.ray_embed import RayStream
 
                         embed_step = RayStream(config.ray, meta.model, embedding_inputs(
-                            changes.to_embed, [spans[d.doc_id] for d in changes.to_embed], model,
-                            config.embed_titles))
+                            changes.to_embed, [cutter(d) for d in changes.to_embed], model,
+                            meta.embed_titles))
                 elif bar is not None:
                     bar.total = total
-                chunk = next_chunk(changes, spans, chunk_size)
-                docs = chunk.to_embed
-                chunk_spans = [spans[d.doc_id] for d in docs]
-                texts = embedding_inputs(docs, chunk_spans, model, config.embed_titles)
+                chunk_spans = [cutter(d) for d in docs]
+                for warning in cutter.warnings:
+                    logger.warning("%s", warning)
+                report.warnings.extend(cutter.warnings)
+                cutter.warnings.clear()
+                texts = embedding_inputs(docs, chunk_spans, model, meta.embed_titles)
                 offset = report.passages_embedded
                 vectors = embed_step(model, texts, config.batch_size, False, step)
                 result = tx.commit(chunk, origin, chunk_spans, vectors, meta)
             report.passages_embedded += len(texts)
             report.documents_committed += len(docs)
             report.add_commit(result)
-            if len(docs) == len(changes.to_embed):
+            if len(taken.to_embed) == len(changes.to_embed):
                 return
             rebuild, first = False, False
             chunk_size = next_commit_size(chunk_size, result.passages, config.commit_passages)
@@ -426,18 +528,24 @@ def _build_in_chunks(config: IndexConfig, index: Index, documents: list[Document
             embed_step.close()
 
 
-def chunk_ahead(spans: dict[str, list[PassageSpan]], to_embed: Sequence[Document],
-                passages: int | None, model, meta: BuildMeta) -> None:
-    """Cut documents of `to_embed` into passages, in order, into `spans`, until the next
-    `passages` passages are known (all of them for None): what `next_chunk` will take."""
-    known = 0
-    for doc in to_embed:
-        if passages is not None and known > passages:
-            return
-        if doc.doc_id not in spans:
-            spans[doc.doc_id] = split_into_passages(doc.text, model.tokenizer, meta.passage_tokens,
-                                                    meta.overlap_tokens)
-        known += len(spans[doc.doc_id])
+def _without(changes: Plan, ids: set[str]) -> Plan:
+    if not ids:
+        return changes
+    return dataclasses.replace(changes, add=[d for d in changes.add if d.doc_id not in ids],
+                               change=[d for d in changes.change if d.doc_id not in ids])
+
+
+def _skip_empty(empty: Sequence[Document], changes: Plan, report: BuildReport) -> None:
+    """Report documents with no passage as skipped input, and take them out of the counts."""
+    added = {doc.doc_id for doc in changes.add}
+    for doc in empty:
+        issue = nothing_to_embed(doc)
+        logger.warning("skipped %s", issue)
+        report.issues.append(issue)
+        if doc.doc_id in added:
+            report.documents_added -= 1
+        else:
+            report.documents_updated -= 1
 
 
 def estimated_passages(to_embed: Sequence[Document], spans: Mapping[str, Sequence[PassageSpan]]) -> int:

@@ -17,6 +17,12 @@ from indexer.documents import PassageSpan
 
 # About 25,000 tokens of English per window: a few MB of token objects.
 WINDOW_CHARS = 100_000
+# A token spanning more characters than this is a run without spaces (a base64 blob, a
+# minified line) that the tokenizer could only read as one unknown word: no passage holds
+# one, so it never becomes a passage of a million characters the model sees as `[UNK]`.
+# Ordinary long words and URLs stay inside their passages (BERT's WordPiece already reads
+# any word over 100 characters as `[UNK]`).
+LONG_TOKEN_CHARS = 1000
 # Whitespace that splits words for every tokenizer we use (BERT's, SentencePiece's, byte-level BPE's).
 _CUT_CHARS = (" ", "\n", "\t", "\r")
 
@@ -70,7 +76,9 @@ def split_into_passages(
 
     Memory is bounded by one window of tokens whatever the text's length. A text of up to
     `window_chars` characters is tokenised whole; a longer one gives the same spans as long
-    as each window's second half holds whitespace to cut at.
+    as each window's second half holds whitespace to cut at. A token longer than
+    `LONG_TOKEN_CHARS` characters is left out: passages end before it and resume after it,
+    without overlap (`left_out` finds such stretches).
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens ({max_tokens}) must be at least 1.")
@@ -86,6 +94,7 @@ def split_into_passages(
     offsets: list[tuple[int, int]] = []
     word_ids: list[tuple[int, int] | None] = []
     base = 0
+    long_tokens: set[int] = set()  # global indices of tokens no passage may hold
 
     def has_token(i: int) -> bool:
         """Whether token `i` exists, tokenising further windows until it is loaded."""
@@ -93,9 +102,16 @@ def split_into_passages(
             window = next(windows, None)
             if window is None:
                 return False
+            first = base + len(offsets)
+            long_tokens.update(first + k for k, (s, e) in enumerate(window[0]) if e - s > LONG_TOKEN_CHARS)
             offsets.extend(window[0])
             word_ids.extend(window[1])
         return True
+
+    def first_long(lower: int, upper: int) -> int | None:
+        if not long_tokens:
+            return None
+        return next((i for i in range(lower, upper) if i in long_tokens), None)
 
     def word_start(i: int, lower: int) -> int:
         """Move i back to the first token of its word, but not below `lower`."""
@@ -106,11 +122,13 @@ def split_into_passages(
             i -= 1
         return i
 
-    if not has_token(0):
-        return []
     spans: list[PassageSpan] = []
     start = 0
     while True:
+        while has_token(start) and start in long_tokens:
+            start += 1
+        if not has_token(start):
+            return spans
         end = start + max_tokens
         more = has_token(end)
         if more:
@@ -119,12 +137,29 @@ def split_into_passages(
             end = snapped if snapped > start else end
         else:
             end = base + len(offsets)
+        cut = first_long(start, end)
+        if cut is not None:  # end before the long token; the next passage starts after it
+            end, more, next_start = cut, True, cut + 1
         spans.append(PassageSpan(len(spans), offsets[start - base][0], offsets[end - 1 - base][1]))
         if not more:
             return spans
-        next_start = max(end - overlap_tokens, start + 1)
-        snapped_start = word_start(next_start, start + 1)
-        start = snapped_start if snapped_start > start else next_start
+        if cut is None:
+            next_start = max(end - overlap_tokens, start + 1)
+            snapped_start = word_start(next_start, start + 1)
+            next_start = snapped_start if snapped_start > start else next_start
+        start = next_start
         if start - base > len(offsets) // 2:
             del offsets[: start - base], word_ids[: start - base]
             base = start
+
+
+def left_out(text: str, spans: list[PassageSpan], min_chars: int = LONG_TOKEN_CHARS) -> list[tuple[int, int]]:
+    """(start, end) of each stretch of `text` over `min_chars` characters, not counting
+    whitespace, that no span covers: what `split_into_passages` left out."""
+    gaps: list[tuple[int, int]] = []
+    covered = 0
+    for span in [*spans, PassageSpan(-1, len(text), len(text))]:
+        if span.start_char > covered and len(text[covered : span.start_char].strip()) > min_chars:
+            gaps.append((covered, span.start_char))
+        covered = max(covered, span.end_char)
+    return gaps

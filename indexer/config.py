@@ -9,6 +9,9 @@ from indexer.ann import VectorIndexConfig
 from indexer.documents import DEFAULT_MAX_DOCUMENT_CHARS
 from indexer.segments import SegmentPolicy
 
+# Tokens shared by consecutive passages of a new index, when the build does not say.
+DEFAULT_OVERLAP_TOKENS = 32
+
 
 @dataclass(frozen=True)
 class IndexConfig:
@@ -19,6 +22,11 @@ class IndexConfig:
     as the model reads (its max sequence length, less special and title tokens).
     `prune=False` adds and updates without removing documents the source lacks
     (for uploads into an index built from another source).
+
+    The chunking settings (`passage_tokens`, `overlap_tokens`, `embed_titles`) left at None
+    take the index's own, or the defaults for a new index; one given that differs from the
+    index's is refused (`BuildTransaction.check_compatible`), since old and new passages
+    would be cut differently. `--rebuild` changes them.
     """
 
     source: Path
@@ -30,8 +38,8 @@ class IndexConfig:
     prune: bool = True
     batch_size: int = 64
     passage_tokens: int | None = None
-    overlap_tokens: int = 32
-    embed_titles: bool = True
+    overlap_tokens: int | None = None
+    embed_titles: bool | None = None
     csv_id_column: str = "id"
     csv_title_column: str = "title"
     csv_text_column: str = "text"
@@ -80,14 +88,14 @@ class IndexConfig:
             raise ValueError(f"commit_passages ({self.commit_passages}) must be at least 1.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size ({self.batch_size}) must be at least 1.")
-        if self.overlap_tokens < 0:
+        if self.overlap_tokens is not None and self.overlap_tokens < 0:
             raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must not be negative.")
         if self.passage_tokens is not None:
             if self.passage_tokens < 16:
                 raise ValueError(
                     f"passage_tokens ({self.passage_tokens}) is too small; use at least 16."
                 )
-            if self.overlap_tokens >= self.passage_tokens:
+            if self.overlap_tokens is not None and self.overlap_tokens >= self.passage_tokens:
                 raise ValueError(
                     f"overlap_tokens ({self.overlap_tokens}) must be smaller than "
                     f"passage_tokens ({self.passage_tokens}); lower --overlap."

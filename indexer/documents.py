@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,37 @@ MAX_ID_CHARS = 512
 DEFAULT_MAX_DOCUMENT_CHARS = 10_000_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Unicode categories no tokenizer turns into a word: controls, format characters (zero-width
+# spaces, soft hyphens, BOMs), private use, unassigned, separators, and marks that combine
+# with nothing.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether `text` holds a character a reader can see (and a tokenizer keeps).
+
+    `str.strip()` keeps zero-width spaces, BOMs, soft hyphens, control and private-use
+    characters, which the tokenizer then drops, so such a text would be stored with no passage.
+    """
+    return any(unicodedata.category(char) not in _INVISIBLE_CATEGORIES for char in text)
+
+
+def shown_name(label: str) -> str:
+    """A file name as a person can read it: bytes that are not UTF-8 as \\x escapes."""
+    return label.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def path_problem(label: str, names_document: bool = True) -> str | None:
+    """Why a file's path cannot be read into the index, or None. The path is stored with each
+    document it holds, and is the id of a text file's one document (`names_document`)."""
+    if _SURROGATE.search(label):
+        return (f"the file name {shown_name(label)!r} is not valid UTF-8; rename the file "
+                "(for example with convmv -f latin1 -t utf8 --notest)")
+    if names_document and len(label) > MAX_ID_CHARS:
+        return (f"the path is {len(label):,} characters, over the limit of {MAX_ID_CHARS} for a "
+                "document id (the path inside the source); move the file to a shallower folder or "
+                "shorten its folder and file names")
+    return None
 
 
 @dataclass(frozen=True)
@@ -140,13 +172,21 @@ class PassageSpan:
 
 @dataclass(frozen=True)
 class InputIssue:
-    """A skipped file or record: where it is and why."""
+    """A skipped file or record: where it is and why.
+
+    `doc_id` is the skipped record's id when the reader knew it. `retains_stored` says
+    whether what the index stored from this input stays (see `indexer.plan.Skipped`): true
+    for input that could not be read this time, false for input left out on purpose (a
+    second path to a file already read, an index folder inside the source).
+    """
 
     path: str
     line: int | None
     problem: str
     # What a command-line user may add (a flag); the app, which has no flags, leaves it out.
     cli_hint: str | None = None
+    doc_id: str | None = None
+    retains_stored: bool = True
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path

@@ -41,6 +41,7 @@ from indexer.build import (
     interrupted_before_writing,
     next_chunk,
     next_commit_size,
+    plan_commit,
 )
 from indexer.config import IndexConfig
 from indexer.documents import Document, PassageSpan
@@ -48,7 +49,6 @@ from indexer.errors import BadInputError
 from indexer.index import Index
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
-from indexer.plan import plan
 from indexer.records import BuildMeta
 from indexer.transaction import BuildTransaction
 from indexer.vector_input import VectorTable, load_vectors, model_dimension
@@ -120,19 +120,17 @@ def _ingest_in_chunks(config: IndexConfig, index: Index, documents: list[Documen
         while True:
             with index.build(rebuild=rebuild) as tx:
                 meta = _check_index(tx, table, meta)
-                changes = plan(tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None),
-                    documents, origin, prune=config.prune)
+                changes = plan_commit(tx, config, documents, origin, report)
                 _check_missing(changes.to_embed, table, config.source)
                 total = report.documents_committed + len(changes.to_embed)
                 if first:
                     _count(report, changes)
                     bar = tqdm(total=total, unit="doc", desc="ingesting", dynamic_ncols=True,
                                disable=not config.show_progress or not total)
-                spans = {doc.doc_id: whole_text(doc) for doc in changes.to_embed}
-                chunk = next_chunk(changes, spans, chunk_size)
+                chunk = next_chunk(changes, whole_text, chunk_size)
                 docs = chunk.to_embed
                 vectors = table.take([doc.doc_id for doc in docs])
-                result = tx.commit(chunk, origin, [spans[doc.doc_id] for doc in docs], vectors, meta)
+                result = tx.commit(chunk, origin, [whole_text(doc) for doc in docs], vectors, meta)
             report.passages_embedded += len(docs)
             report.documents_committed += len(docs)
             report.add_commit(result)
@@ -161,8 +159,11 @@ def _check_index(tx: BuildTransaction, table: VectorTable, meta: BuildMeta) -> B
             f"{info.dimension} from model {info.model}. Pass --model {info.model} with vectors that "
             "model made, build into another --index folder, or pass --rebuild to replace the index."
         )
+    # Ingested documents are whole passages: the index's chunking settings stay as recorded.
+    meta = dataclasses.replace(meta, passage_tokens=info.passage_tokens,
+                               overlap_tokens=info.overlap_tokens, embed_titles=info.embed_titles)
     tx.check_compatible(meta)
-    return dataclasses.replace(meta, passage_tokens=info.passage_tokens)
+    return meta
 
 
 def _check_missing(to_embed: list[Document], table: VectorTable, source: Path) -> None:

@@ -6,6 +6,10 @@ Rules, each decided here and only here:
 - a stored document of this build's source (`origin`) that the source no longer
   has is removed, unless pruning is off; documents another source added (the
   app's uploads, another folder) are never removed by this one;
+- a stored document whose input was skipped this time (an unreadable file or
+  folder, a file that turned invalid, a record that failed its checks: `Skipped`)
+  is kept as stored, and listed in `kept` so the build warns: a file that is
+  still there is never removed because it could not be read once;
 - a document whose id is stored from another file (or another source) is
   replaced, and the plan lists it in `moved` so the build warns, naming both
   places: an id names one document, and the newest build of it wins.
@@ -13,10 +17,10 @@ Rules, each decided here and only here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from indexer.documents import Document
+from indexer.documents import Document, InputIssue
 
 
 @dataclass(frozen=True)
@@ -49,12 +53,44 @@ class Moved:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """The inputs a read skipped, as the stored documents they stand for.
+
+    A skipped file or folder (an issue without a line) stands for every document read from
+    it or below it; a skipped record stands for its id when the reader knew it, else for
+    every document of its file, since a record whose id is unknown could be any of them.
+    """
+
+    ids: frozenset[str] = frozenset()
+    paths: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, issues: Iterable[InputIssue]) -> Skipped:
+        ids: set[str] = set()
+        paths: set[str] = set()
+        for issue in issues:
+            if not issue.retains_stored:
+                continue
+            if issue.doc_id is not None:
+                ids.add(issue.doc_id)
+            else:
+                paths.add(issue.path)
+        return cls(frozenset(ids), frozenset(paths))
+
+    def covers(self, doc_id: str, source: str) -> bool:
+        if doc_id in self.ids or source in self.paths:
+            return True
+        return any(source.startswith(path + "/") for path in self.paths if path not in ("", "."))
+
+
+@dataclass(frozen=True)
 class Plan:
     add: list[Document] = field(default_factory=list)
     change: list[Document] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     moved: list[Moved] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # stored ids whose input was skipped: see Skipped
 
     @property
     def to_embed(self) -> list[Document]:
@@ -71,10 +107,12 @@ def plan(
     documents: Sequence[Document],
     origin: str,
     prune: bool = True,
+    skipped: Skipped = Skipped(),
 ) -> Plan:
     """The changes that bring `existing` in line with `documents` read from `origin`.
 
     `documents` must have unique ids (the readers skip duplicates, naming both places).
+    `skipped` names the inputs the read skipped: their stored documents are kept.
     """
     add: list[Document] = []
     change: list[Document] = []
@@ -99,9 +137,9 @@ def plan(
         change.append(doc)
         if not same_place:
             moved.append(Moved(doc.doc_id, stored.source, stored.origin, doc.source, doc.line))
-    remove = (
-        sorted(key for key, stored in existing.items() if stored.origin == origin and key not in seen)
-        if prune
-        else []
-    )
-    return Plan(add=add, change=change, remove=remove, unchanged=unchanged, moved=moved)
+    gone = sorted(key for key, stored in existing.items() if stored.origin == origin and key not in seen)
+    kept = [key for key in gone if skipped.covers(key, existing[key].source)]
+    kept_set = set(kept)
+    remove = [key for key in gone if key not in kept_set] if prune else []
+    return Plan(add=add, change=change, remove=remove, unchanged=unchanged, moved=moved,
+                kept=kept if prune else [])

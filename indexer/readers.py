@@ -21,6 +21,7 @@ import io
 import json
 import logging
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,8 +32,11 @@ from indexer.documents import (
     Document,
     InputIssue,
     document_too_long,
+    has_visible_text,
+    path_problem,
     validate_document,
 )
+from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +75,10 @@ _BINARY_SIGNATURES = (
 )
 
 IssueHandler = Callable[[InputIssue], None]
+
+_EMPTY = "empty document"
+_INVISIBLE = ("empty document: it holds only invisible characters (zero-width spaces, byte-order "
+              "marks, soft hyphens, control or private-use characters); give it visible text")
 
 
 def _log_issue(issue: InputIssue) -> None:
@@ -193,9 +201,17 @@ def _rst_title(text: str, fallback: str) -> str:
     return fallback
 
 
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
 def text_title(name: str, text: str) -> str:
     """The title of a text document named `name` (without `.gz`): a Markdown or reST heading,
-    else the name less a plain-text suffix ("notes.txt" -> "notes", "README.Debian" stays)."""
+    else the name less a plain-text suffix ("notes.txt" -> "notes", "README.Debian" stays).
+    A title is one line: control characters in a file name (a newline) become a space."""
+    return _CONTROLS.sub(" ", _text_title(name, text)).strip() or "untitled"
+
+
+def _text_title(name: str, text: str) -> str:
     suffix = Path(name).suffix.lower()
     fallback = Path(name).stem if suffix in PLAIN_TEXT_SUFFIXES else name
     if suffix in MARKDOWN_SUFFIXES:
@@ -226,8 +242,8 @@ def read_text_file(
     text = _read_text(path, label, on_issue, limit)
     if text is None:
         return
-    if not text.strip():
-        on_issue(InputIssue(label, None, "empty document"))
+    if not has_visible_text(text):
+        on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
         return
     yield Document(doc_id=label, title=text_title(content_name(path), text), text=text, source=label)
 
@@ -295,10 +311,12 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
                 InputIssue(label, line_no, f"'text' is {_json_kind(body)}; it must be a string")
             )
             continue
-        if not body or not body.strip():
-            on_issue(InputIssue(label, line_no, "empty document (no 'text' field or it is blank)"))
-            continue
         doc_id, problem = _record_id(row, label, line_no)
+        if not body or not has_visible_text(body):
+            blank = "empty document (no 'text' field or it is blank)" if not body or not body.strip() \
+                else _INVISIBLE
+            on_issue(InputIssue(label, line_no, blank, doc_id=doc_id))
+            continue
         if doc_id is None:
             on_issue(InputIssue(label, line_no, problem or "unusable id"))
             continue
@@ -310,6 +328,20 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
         yield Document(
             doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=line_no
         )
+
+
+_DELIMITERS = {",": "comma", "\t": "tab", ";": "semicolon"}
+
+
+def _delimiter(text: str) -> str:
+    """The CSV's field separator, told by its header line: the commonest of comma, tab and
+    semicolon there (comma on a tie or when there is none), so a tab-separated file saved as
+    .csv is read by its columns instead of as one column named by its whole header."""
+    end = text.find("\n")
+    header = text[: end if end >= 0 else len(text)]
+    counts = {sep: header.count(sep) for sep in _DELIMITERS}
+    best = max(counts, key=lambda sep: (counts[sep], sep == ","))
+    return best if counts[best] else ","
 
 
 def read_csv_file(
@@ -328,7 +360,8 @@ def read_csv_file(
     csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
     # newline="" hands the csv module the line endings untouched, as its docs require,
     # so a quoted field spanning lines keeps them.
-    reader = csv.reader(io.StringIO(text, newline=""))
+    delimiter = _delimiter(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         columns = next(reader, [])
     except csv.Error as err:
@@ -340,7 +373,8 @@ def read_csv_file(
             InputIssue(
                 label,
                 1,
-                f"missing CSV column '{text_column}' (columns: {', '.join(columns) or 'none'}); "
+                f"missing CSV column '{text_column}' (columns, {_DELIMITERS[delimiter]}-separated: "
+                f"{', '.join(columns) or 'none'}); "
                 f"the first row must name the columns, one of them '{text_column}' for the text "
                 f"(and optionally {optional})",
                 cli_hint="or map your columns with --csv-text/--csv-title/--csv-id",
@@ -373,11 +407,12 @@ def read_csv_file(
         row: dict[str, str | None] = dict.fromkeys(columns)
         row.update(zip(columns, values, strict=False))
         body = row.get(text_column) or ""
-        if not body.strip():
-            on_issue(InputIssue(label, row_no, f"empty document (column '{text_column}' is blank)"))
-            continue
         raw_id = row.get(id_column)
         doc_id = raw_id if raw_id else f"{label}#L{row_no}"
+        if not has_visible_text(body):
+            blank = f"empty document (column '{text_column}' is blank)" if not body.strip() else _INVISIBLE
+            on_issue(InputIssue(label, row_no, blank, doc_id=doc_id))
+            continue
         title = row.get(title_column) or ""
         metadata = {
             k: v for k, v in row.items() if k not in (id_column, title_column, text_column) and k
@@ -420,13 +455,37 @@ def _follow_symlink(link: Path, label: str, root_real: Path) -> tuple[Path | Non
     return target, None
 
 
-def list_source_files(source: Path, on_issue: IssueHandler = _log_issue) -> list[Path]:
+def looks_like_index(folder: Path) -> bool:
+    """Whether `folder` is a semsearch index folder: its manifest beside its store or vectors."""
+    if not (folder / MANIFEST).is_file():
+        return False
+    return (folder / SQLITE_FILE).exists() or any(folder.glob(f"{VECTOR_PREFIX}*{VECTOR_SUFFIX}"))
+
+
+def _beir_files(source: Path, on_issue: IssueHandler) -> list[Path]:
+    """A BEIR folder's corpus.jsonl; any other file but its queries and qrels is named as ignored."""
+    others = sorted(p.relative_to(source).as_posix() for p in source.rglob("*")
+                    if p.is_file() and not p.name.startswith(".")
+                    and p.name not in ("corpus.jsonl", "queries.jsonl")
+                    and "qrels" not in p.relative_to(source).parts)
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        on_issue(InputIssue(".", None, f"this is a BEIR folder (corpus.jsonl beside queries.jsonl), "
+                            f"so only corpus.jsonl is indexed; {len(others)} other file(s) ignored: "
+                            f"{shown}. Index them as a source of their own", retains_stored=False))
+    return [source / "corpus.jsonl"]
+
+
+def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
+                      exclude: Path | None = None) -> list[Path]:
     """The files a source stands for; a BEIR folder stands for its corpus.jsonl only.
 
     A folder is walked without following links to folders (their files inside the source
     are read where they lie). A symlink that loops, is broken or leads outside the source is
     reported and skipped: indexing a file from elsewhere without saying so would surprise.
-    Hidden files are skipped.
+    A file reached by several paths (a symlink or a hard link to a file inside the source) is
+    listed once, under the first of its paths that is not a symlink, and the others are named.
+    Hidden files, `exclude` (the index being built) and any index folder are skipped.
     """
     source = Path(source)
     if not source.exists():
@@ -437,8 +496,9 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue) -> list
     if source.is_file():
         return [source]
     if _is_beir_folder(source):
-        return [source / "corpus.jsonl"]
+        return _beir_files(source, on_issue)
     root_real = Path(os.path.realpath(source))
+    excluded = Path(os.path.realpath(exclude)) if exclude is not None else None
     files: list[Path] = []
     folders = [source]
     while folders:
@@ -462,14 +522,42 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue) -> list
                 if target is not None:
                     files.append(path)
             elif entry.is_dir(follow_symlinks=False):
-                folders.append(path)
+                if Path(os.path.realpath(path)) == excluded or looks_like_index(path):
+                    on_issue(InputIssue(label, None, "an index folder (the index being built, or "
+                                        "another one); its files are not indexed",
+                                        retains_stored=False))
+                else:
+                    folders.append(path)
             elif entry.name.startswith("."):
                 continue
             elif entry.is_file(follow_symlinks=False):
                 files.append(path)
             else:
                 on_issue(InputIssue(label, None, "not a regular file (a pipe, socket or device)"))
-    return sorted(files)
+    return _once_per_file(sorted(files), source, on_issue)
+
+
+def _once_per_file(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
+    """`files` with each file once: the same file reached by several paths is one document."""
+    by_file: dict[tuple[int, int], list[Path]] = {}
+    for path in files:
+        try:
+            st = path.stat()
+        except OSError:
+            by_file[(-1, len(by_file))] = [path]  # reading it reports why
+            continue
+        by_file.setdefault((st.st_dev, st.st_ino), []).append(path)
+    keep: set[Path] = set()
+    for paths in by_file.values():
+        first = min(paths, key=lambda p: (p.is_symlink(), p.as_posix()))
+        keep.add(first)
+        for other in paths:
+            if other != first:
+                on_issue(InputIssue(other.relative_to(source).as_posix(), None,
+                                    f"the same file as {first.relative_to(source).as_posix()} (a "
+                                    "link to it), which is indexed once, under that name",
+                                    retains_stored=False))
+    return [path for path in files if path in keep]
 
 
 def read_documents(
@@ -478,9 +566,11 @@ def read_documents(
     csv_columns: tuple[str, str, str] = ("id", "title", "text"),
     *,
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+    exclude: Path | None = None,
 ) -> Iterator[Document]:
     """Yield every usable document under `source`, reporting the rest through `on_issue`.
 
+    `exclude` is a folder never read (the index being built, when it lies inside the source).
     Each document passes `validate_document` (the same rules on every database) and
     `max_document_chars` (None: no limit). Ids are unique within one read: the first
     occurrence wins, and a later one is skipped with an issue naming both places.
@@ -492,9 +582,13 @@ def read_documents(
     source = Path(source)
     root = source if source.is_dir() else source.parent
     seen: dict[str, str] = {}
-    for path in list_source_files(source, on_issue):
+    for path in list_source_files(source, on_issue, exclude):
         label = path.relative_to(root).as_posix() if source.is_dir() else path.name
         suffix = Path(content_name(path)).suffix.lower()
+        problem = path_problem(label, names_document=suffix not in RECORD_SUFFIXES)
+        if problem:
+            on_issue(InputIssue(label, None, problem))
+            continue
         if suffix == ".jsonl":
             docs = read_jsonl_file(path, label, on_issue)
         elif suffix == ".csv":
@@ -504,7 +598,7 @@ def read_documents(
         for doc in docs:
             problem = validate_document(doc, max_document_chars)
             if problem:
-                on_issue(InputIssue(label, doc.line, problem))
+                on_issue(InputIssue(label, doc.line, problem, doc_id=doc.doc_id))
                 continue
             if doc.doc_id in seen:
                 on_issue(
@@ -513,6 +607,7 @@ def read_documents(
                         doc.line,
                         f"duplicate document id '{doc.doc_id}' (first seen at {seen[doc.doc_id]}); "
                         "kept the first",
+                        doc_id=doc.doc_id,
                     )
                 )
                 continue

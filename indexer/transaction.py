@@ -116,6 +116,20 @@ class BuildTransaction:
                 "comparable. Build into another --index folder, or pass --rebuild to re-embed "
                 "everything."
             )
+        stored = (info.passage_tokens, info.overlap_tokens, info.embed_titles)
+        wanted = (meta.passage_tokens, meta.overlap_tokens, meta.embed_titles)
+        if stored != wanted:
+            def shown(tokens: int, overlap: int, titles: bool) -> str:
+                return (f"{tokens}-token passages, {overlap} tokens of overlap, "
+                        f"{'with' if titles else 'without'} titles")
+
+            raise IndexMismatchError(
+                f"The index in {self.index.index_dir} was cut into {shown(*stored)}; this build "
+                f"asks for {shown(*wanted)}, so its passages would not match the stored ones. "
+                "Leave --passage-tokens, --overlap and --no-titles out to keep the index's "
+                "settings, build into another --index folder, or pass --rebuild to cut and "
+                "embed everything again with the new ones."
+            )
 
     def committed_vectors(self) -> SegmentedVectors | None:
         """A CPU copy of the committed vectors, verified; None on a first build."""

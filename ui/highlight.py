@@ -103,6 +103,16 @@ def escape_markdown(text: str) -> str:
     return text.translate(str.maketrans(_MD_ESCAPE))
 
 
+# C0 controls as their Unicode control pictures ("\n" -> "␊"), DEL as "␡".
+_CONTROL_PICTURES = {code: 0x2400 + code for code in range(0x20)} | {0x7F: 0x2421}
+
+
+def escape_name(text: str) -> str:
+    """A name from the index (title, id, path) on one line, shown literally: a newline or tab
+    in a file name is drawn as its control picture instead of breaking the page's layout."""
+    return escape_markdown(text.translate(_CONTROL_PICTURES))
+
+
 def read_inline_markup(text: str) -> str:
     """reST emphasis and literals as placeholders `_restore_markup` turns into Markdown."""
     text = _LITERAL.sub(lambda m: m.group(1) or m.group(2), text)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from search import Hit, SearchResult
-from ui.highlight import escape_markdown
+from ui.highlight import escape_name
 
 MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid": "hybrid (both)"}
 SCORE_LABELS = {"dense": "cosine", "bm25": "BM25", "hybrid": "fused"}
@@ -90,8 +90,8 @@ def result_caption(result: SearchResult) -> str:
 def source_caption(hit: Hit) -> str:
     """The short line under a hit's title: where it comes from (details go in an expander)."""
     if hit.source and hit.source != hit.doc_id:
-        return f"{escape_markdown(hit.doc_id)} · {escape_markdown(hit.source)}"
-    return escape_markdown(hit.doc_id)
+        return f"{escape_name(hit.doc_id)} · {escape_name(hit.source)}"
+    return escape_name(hit.doc_id)
 
 
 def details_line(hit: Hit, mode: str, match: Relevance | None) -> str:

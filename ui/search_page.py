@@ -24,7 +24,7 @@ from search import (
 )
 from search.fusion import FUSIONS
 from ui.background_build import BackgroundBuild, BuildStatus
-from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
+from ui.highlight import escape_markdown, escape_name, passage_markdown, snippet_markdown
 from ui.resources import (
     DEFAULT_INDEX,
     background_build,
@@ -113,7 +113,7 @@ def show_stats(area, stats: IndexStats) -> None:
 def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None) -> None:
     """One hit; `match` is None while the model that scores relevance is loading."""
     with st.container(border=True):
-        title = escape_markdown(hit.title or hit.doc_id)
+        title = escape_name(hit.title or hit.doc_id)
         if match is None:
             st.markdown(f"**{rank}. {title}**")
         else:

@@ -78,7 +78,7 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
     the searcher's lexical store. Dense adds to these, it never takes them away in hybrid.
     """
     from indexer.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
-    from indexer.build import chunk_documents, passage_budget
+    from indexer.build import chunk_documents, chunking_for
     from indexer.config import IndexConfig
     from indexer.documents import Document
     from indexer.embedding import load_bi_encoder
@@ -86,7 +86,8 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
     model = load_bi_encoder()
     docs = [Document(doc_id=d["id"], title=d["title"], text=d["text"], source="demo") for d in demo_docs]
     config = IndexConfig(source=Path("."), index_dir=Path("."))
-    spans = chunk_documents(docs, model, passage_budget(config, model), config.overlap_tokens)
+    chunking = chunking_for(config, model, None)
+    spans = chunk_documents(docs, model, chunking.passage_tokens, chunking.overlap_tokens)
     owners, texts = [], []
     for doc, doc_spans in zip(docs, spans, strict=True):
         for span in doc_spans:

@@ -24,11 +24,32 @@ def doc(doc_id: str) -> Document:
 def test_next_chunk_takes_whole_documents_up_to_the_passage_budget_and_all_removals():
     changes = plan({}, [doc("a"), doc("b"), doc("c")], "src")
     spans = {d: [PassageSpan(i, 0, 1) for i in range(n)] for d, n in (("a", 2), ("b", 2), ("c", 5))}
-    first = next_chunk(changes, spans, 3)
+    asked: list[str] = []
+
+    def passages_of(d: Document) -> list[PassageSpan]:
+        asked.append(d.doc_id)
+        return spans[d.doc_id]
+
+    first = next_chunk(changes, passages_of, 3)
     assert [d.doc_id for d in first.to_embed] == ["a"], "b would pass the budget"
-    assert [d.doc_id for d in next_chunk(changes, spans, 4).to_embed] == ["a", "b"]
-    assert [d.doc_id for d in next_chunk(changes, spans, 1).to_embed] == ["a"], "at least one document"
-    assert next_chunk(changes, spans, 100).to_embed == changes.to_embed
+    assert asked == ["a", "b"], "only the documents it looks at are cut, c is not"
+    assert [d.doc_id for d in next_chunk(changes, passages_of, 4).to_embed] == ["a", "b"]
+    assert [d.doc_id for d in next_chunk(changes, passages_of, 1).to_embed] == ["a"], "at least one document"
+    assert next_chunk(changes, passages_of, 100).to_embed == changes.to_embed
+
+
+def test_a_first_document_longer_than_the_commit_followed_by_others_builds(tmp_path, tiny_model):
+    """The crash of issue 36: a long document first (more passages than the 16-passage first
+    commit), then others, raised KeyError in next_chunk for the document after it."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "01-long.txt").write_text(" ".join(f"word{i} lorem ipsum" for i in range(2000)))
+    (source / "02-short.txt").write_text("a short note about glaciers")
+    (source / "03-short.txt").write_text("another short note, about tea")
+    report = build_index(config(source, tmp_path / "idx", tiny_model))
+    assert report.total_documents == 3 and report.commits >= 2
+    with Index.open(tmp_path / "idx") as index:
+        assert index.info.documents == 3
 
 
 def test_build_commits_in_chunks_and_the_result_equals_one_commit(topic_corpus, tmp_path, tiny_model):
@@ -124,20 +145,17 @@ def test_embedding_progress_moves_every_few_seconds_on_a_slow_cpu(monkeypatch):
 
 def test_only_what_the_next_commit_takes_is_cut_into_passages_before_it(tiny_model):
     """On a fresh demo build, cutting all 1 M characters first delayed the first commit."""
-    from indexer.build import chunk_ahead, estimated_passages
+    from indexer.build import PassageCutter, estimated_passages
     from indexer.embedding import load_bi_encoder
-    from indexer.records import BuildMeta
 
     model = load_bi_encoder(tiny_model)
-    meta = BuildMeta(None, 32, 20, 4, True, 0.0)
+    cutter = PassageCutter(model.tokenizer, 20, 4)
     docs = [Document(doc_id=str(i), title="", text="word " * 30, source="s") for i in range(10)]
-    spans: dict = {}
-    chunk_ahead(spans, docs, 2, model, meta)
-    assert 1 <= len(spans) < len(docs)
-    per_doc = len(spans["0"])
-    assert estimated_passages(docs, spans) == per_doc * len(docs), "the rest is estimated by characters"
-    chunk_ahead(spans, docs, None, model, meta)
-    assert len(spans) == len(docs)
+    chunk = next_chunk(plan({}, docs, "src"), cutter, 2)
+    assert 1 <= len(cutter.cut) < len(docs)
+    assert len(cutter.cut) == len(chunk.to_embed) + 1, "the documents taken and the one that ended the chunk"
+    per_doc = len(cutter.cut["0"])
+    assert estimated_passages(docs, cutter.cut) == per_doc * len(docs), "the rest is estimated by characters"
 
 
 def test_commit_sizes_grow_with_the_index_so_a_large_build_stays_linear() -> None:

@@ -69,7 +69,8 @@ def test_csv_missing_text_column_names_the_columns_and_the_flag(tmp_path):
     docs, issues = collect(path)
     assert docs == []
     assert issues == [
-        "t.csv:1: missing CSV column 'text' (columns: a, b); the first row must name the columns, "
+        "t.csv:1: missing CSV column 'text' (columns, comma-separated: a, b); the first row must "
+        "name the columns, "
         "one of them 'text' for the text (and optionally 'id' and 'title')"
     ]
 
@@ -378,12 +379,13 @@ def test_symlinks_inside_work_and_loops_broken_and_outside_links_are_reported(tm
     (source / "sub" / "parent").symlink_to("..", target_is_directory=True)
     docs, issues = collect(source)
     assert sorted((d.doc_id, d.text) for d in docs) == [
-        ("alias.txt", "real text"),
         ("sub/real.txt", "real text"),
-    ]
+    ], "a file reached by two paths is one document, under the path that is not a link"
     real_outside = outside.resolve()
     assert sorted(issues) == sorted(
         [
+            "alias.txt: the same file as sub/real.txt (a link to it), which is indexed once, under "
+            "that name",
             "gone.txt: broken symlink (its target missing.txt does not exist); fix or remove the link",
             f"leak.txt: symlink to {real_outside / 'secret.txt'}, a file outside the source folder; "
             "not followed: copy the file into the folder, or index its folder directly",
