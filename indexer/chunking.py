@@ -26,8 +26,9 @@ LONG_TOKEN_CHARS = 1000
 # Whitespace that splits words for every tokenizer we use (BERT's, SentencePiece's, byte-level BPE's).
 _CUT_CHARS = (" ", "\n", "\t", "\r")
 
-# (start_char, end_char) per token, and a key equal for the tokens of one word (None: no word)
-TokenWindow = tuple[list[tuple[int, int]], list[tuple[int, int] | None]]
+# (start_char, end_char) per token, a key equal for the tokens of one word (None: no word), and
+# whether the window starts inside a run of non-space characters the previous window cut
+TokenWindow = tuple[list[tuple[int, int]], list[tuple[int, int] | None], bool]
 
 
 def _window_end(text: str, start: int, window_chars: int) -> int:
@@ -60,7 +61,7 @@ def _token_windows(text: str, tokenizer, window_chars: int) -> Iterator[TokenWin
         )
         offsets = [(s + start, e + start) for s, e in encoding["offset_mapping"]]
         words = [None if w is None else (window_no, w) for w in encoding.word_ids()]
-        yield offsets, words
+        yield offsets, words, 0 < start < len(text) and not text[start - 1].isspace() and not text[start].isspace()
         start, window_no = end, window_no + 1
 
 
@@ -104,9 +105,23 @@ def split_into_passages(
                 return False
             first = base + len(offsets)
             long_tokens.update(first + k for k, (s, e) in enumerate(window[0]) if e - s > LONG_TOKEN_CHARS)
+            if window[2] and offsets and window[1]:
+                join_cut_run(first, window[1])
             offsets.extend(window[0])
             word_ids.extend(window[1])
         return True
+
+    def join_cut_run(first: int, words: list[tuple[int, int] | None]) -> None:
+        """A run the window cut is one word: when either part is a long token, both parts are."""
+        head = first
+        while head - first < len(words) and words[head - first] == words[0]:
+            head += 1
+        tail = first - 1
+        while tail - 1 >= base and word_ids[tail - 1 - base] == word_ids[first - 1 - base]:
+            tail -= 1
+        run = range(tail, head)
+        if any(i in long_tokens for i in run):
+            long_tokens.update(run)
 
     def first_long(lower: int, upper: int) -> int | None:
         if not long_tokens:
@@ -159,7 +174,9 @@ def left_out(text: str, spans: list[PassageSpan], min_chars: int = LONG_TOKEN_CH
     gaps: list[tuple[int, int]] = []
     covered = 0
     for span in [*spans, PassageSpan(-1, len(text), len(text))]:
-        if span.start_char > covered and len(text[covered : span.start_char].strip()) > min_chars:
-            gaps.append((covered, span.start_char))
+        gap = text[covered : span.start_char] if span.start_char > covered else ""
+        if len(gap.strip()) > min_chars:
+            start = covered + len(gap) - len(gap.lstrip())
+            gaps.append((start, start + len(gap.strip())))
         covered = max(covered, span.end_char)
     return gaps
