@@ -170,6 +170,7 @@ def install_stage_hook(stage: str) -> None:
     import faiss
 
     import indexer.build as build_module
+    import indexer.build_loop as build_loop
     from indexer.transaction import BuildTransaction
 
     def pause() -> None:
@@ -190,7 +191,7 @@ def install_stage_hook(stage: str) -> None:
         return hooked
 
     if stage == "reading":
-        build_module.read_documents = before(build_module.read_documents)
+        build_loop.read_documents = before(build_loop.read_documents)
     elif stage == "embedding":
         build_module.embed = before(build_module.embed)
     elif stage == "writing BM25":  # the bm25s files are in the temp folder, not yet renamed

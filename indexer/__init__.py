@@ -4,7 +4,8 @@
 """
 
 from indexer.bm25_store import bm25_terms
-from indexer.build import BuildReport, build_index
+from indexer.build import build_index
+from indexer.build_report import BuildReport
 from indexer.config import IndexConfig
 from indexer.errors import (
     BadInputError,

@@ -16,7 +16,7 @@ search works as usual. The contract:
 - the file is checked in full before the index is touched, and what needs the index (its model,
   the documents to add) inside the first transaction, before anything is written: a bad file
   leaves the index as it was;
-- commits go through the normal atomic path in growing chunks, as `build._build_in_chunks` does,
+- commits go through the one build loop (`build_loop`, with `TableEmbedder` as its embedder),
   so an interrupted ingest keeps its finished chunks, a rerun resumes, and an unchanged rerun
   writes nothing.
 
@@ -28,27 +28,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from tqdm.auto import tqdm
+import numpy as np
 
-from indexer.build import (
-    BuildReport,
-    ProgressCallback,
-    _count,
-    _read,
-    commit_in_chunks,
-    interrupted_before_writing,
-    next_chunk,
-    next_commit_size,
-    plan_commit,
-)
+from indexer.build_loop import commit_in_chunks, interrupted_before_writing, read_source
+from indexer.build_report import BuildReport, ProgressCallback
 from indexer.config import IndexConfig
 from indexer.documents import Document, PassageSpan
 from indexer.errors import BadInputError
-from indexer.index import Index
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
+from indexer.plan import Plan
 from indexer.records import BuildMeta
 from indexer.transaction import BuildTransaction
 from indexer.vector_input import VectorTable, load_vectors, model_dimension
@@ -81,9 +73,8 @@ def ingest_embeddings(
     started = time.perf_counter()
     spec = ModelSpec.resolve(config.model)
     report = BuildReport(index_dir=config.index_dir, model=spec.id)
-    origin = str(config.source.resolve())
     try:
-        documents = [_without_vector(doc) for doc in _read(config, report)]
+        documents = [_without_vector(doc) for doc in read_source(config, report)]
         dimension = model_dimension(spec)
         table = load_vectors(embeddings, dimension, model=spec.label,
                              known_ids={doc.doc_id for doc in documents}, source=str(config.source),
@@ -98,8 +89,42 @@ def ingest_embeddings(
             _check_missing(documents, table, config.source)  # all are new: say so before mkdir
     except KeyboardInterrupt:
         raise interrupted_before_writing(config) from None
-    return commit_in_chunks(config, report, started, "ingest", lambda index: _ingest_in_chunks(
-        config, index, documents, origin, table, meta, report, progress))
+    return commit_in_chunks(config, report, started, documents, TableEmbedder(table, config.source),
+                            meta, progress)
+
+
+class TableEmbedder:
+    """Precomputed vectors as the build loop's `Embedder`: each document one passage, its whole
+    text, and the table's vector for its id. No small first commit: nothing to wait for."""
+
+    unit = "doc"
+    first_commit = None
+
+    def __init__(self, table: VectorTable, source: Path) -> None:
+        self.table, self.source = table, source
+        self.warnings: list[str] = []
+
+    def settle(self, tx: BuildTransaction, meta: BuildMeta) -> BuildMeta:
+        return _check_index(tx, self.table, meta)
+
+    def check(self, changes: Plan) -> None:
+        _check_missing(changes.to_embed, self.table, self.source)
+
+    def passages(self, doc: Document) -> list[PassageSpan]:
+        return whole_text(doc)
+
+    def estimate(self, to_embed: Sequence[Document]) -> int:
+        return len(to_embed)
+
+    def begin(self, to_embed: Sequence[Document]) -> None:
+        pass
+
+    def embed(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]],
+              step: ProgressCallback) -> np.ndarray:
+        return self.table.take([doc.doc_id for doc in docs])
+
+    def close(self) -> None:
+        pass
 
 
 def _without_vector(doc: Document) -> Document:
@@ -107,44 +132,6 @@ def _without_vector(doc: Document) -> Document:
         return doc
     metadata = {k: v for k, v in doc.metadata.items() if k != VECTOR_FIELD}
     return dataclasses.replace(doc, metadata=metadata)
-
-
-def _ingest_in_chunks(config: IndexConfig, index: Index, documents: list[Document], origin: str,
-                      table: VectorTable, meta: BuildMeta, report: BuildReport,
-                      progress: ProgressCallback | None) -> None:
-    """Commit the plan chunk by chunk, each one `index.build()` transaction, as a build does."""
-    # No embedding to wait for: no small first commit (see build.FIRST_COMMIT_PASSAGES) either.
-    rebuild, chunk_size, first = config.rebuild, config.commit_passages, True
-    bar: tqdm | None = None
-    try:
-        while True:
-            with index.build(rebuild=rebuild) as tx:
-                meta = _check_index(tx, table, meta)
-                changes = plan_commit(tx, config, documents, origin, report)
-                _check_missing(changes.to_embed, table, config.source)
-                total = report.documents_committed + len(changes.to_embed)
-                if first:
-                    _count(report, changes)
-                    bar = tqdm(total=total, unit="doc", desc="ingesting", dynamic_ncols=True,
-                               disable=not config.show_progress or not total)
-                chunk = next_chunk(changes, whole_text, chunk_size)
-                docs = chunk.to_embed
-                vectors = table.take([doc.doc_id for doc in docs])
-                result = tx.commit(chunk, origin, [whole_text(doc) for doc in docs], vectors, meta)
-            report.passages_embedded += len(docs)
-            report.documents_committed += len(docs)
-            report.add_commit(result)
-            if bar is not None:
-                bar.update(len(docs))
-            if progress is not None:
-                progress(report.documents_committed, total)
-            if len(docs) == len(changes.to_embed):
-                return
-            rebuild, first = False, False
-            chunk_size = next_commit_size(chunk_size, result.passages, config.commit_passages)
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _check_index(tx: BuildTransaction, table: VectorTable, meta: BuildMeta) -> BuildMeta:
