@@ -266,7 +266,7 @@ def measure(fixture: Fixture, added: int) -> Measurement:
     try:
         with engine.connect() as conn, conn.begin() as outer:
             session = Session(bind=conn, autoflush=False)
-            tx = BuildTransaction(None, conn, session, None)  # these steps never touch the Index
+            tx = BuildTransaction(None, "", conn, session, None)  # these steps never touch the layout
             timer("sql_stored_documents", tx.stored_documents)
             new_ids = timer("sql_insert", tx._insert, docs, ORIGIN, spans)
             timer("vector_add", store.add, new_ids, vectors)

@@ -90,82 +90,105 @@ def split_into_passages(
     if window_chars < 2:
         raise ValueError(f"window_chars ({window_chars}) must be at least 2.")
 
-    windows = _token_windows(text, tokenizer, window_chars)
-    # The tokens from global index `base` on; older ones are dropped once passed.
-    offsets: list[tuple[int, int]] = []
-    word_ids: list[tuple[int, int] | None] = []
-    base = 0
-    long_tokens: set[int] = set()  # global indices of tokens no passage may hold
+    tokens = _TokenStream(_token_windows(text, tokenizer, window_chars))
+    spans: list[PassageSpan] = []
+    start = 0
+    while True:
+        while tokens.has(start) and tokens.is_long(start):
+            start += 1
+        if not tokens.has(start):
+            return spans
+        end = start + max_tokens
+        more = tokens.has(end)
+        if more:
+            snapped = tokens.word_start(end, start + 1)
+            # A single word longer than the window is cut where the window ends.
+            end = snapped if snapped > start else end
+        else:
+            end = tokens.loaded
+        cut = tokens.first_long(start, end)
+        if cut is not None:  # end before the long token; the next passage starts after it
+            end, more, next_start = cut, True, cut + 1
+        spans.append(PassageSpan(len(spans), tokens.start_char(start), tokens.end_char(end - 1)))
+        if not more:
+            return spans
+        if cut is None:
+            next_start = max(end - overlap_tokens, start + 1)
+            snapped_start = tokens.word_start(next_start, start + 1)
+            next_start = snapped_start if snapped_start > start else next_start
+        start = next_start
+        tokens.forget_before(start)
 
-    def has_token(i: int) -> bool:
+
+class _TokenStream:
+    """The tokens of a text by global index, tokenised window by window as they are asked for;
+    those before the current passage are dropped, so memory stays at about one window."""
+
+    def __init__(self, windows: Iterator[TokenWindow]) -> None:
+        self.windows = windows
+        self.offsets: list[tuple[int, int]] = []  # tokens from global index `base` on
+        self.word_ids: list[tuple[int, int] | None] = []
+        self.base = 0
+        self.long_tokens: set[int] = set()  # global indices of tokens no passage may hold
+
+    @property
+    def loaded(self) -> int:
+        return self.base + len(self.offsets)
+
+    def start_char(self, i: int) -> int:
+        return self.offsets[i - self.base][0]
+
+    def end_char(self, i: int) -> int:
+        return self.offsets[i - self.base][1]
+
+    def has(self, i: int) -> bool:
         """Whether token `i` exists, tokenising further windows until it is loaded."""
-        while i >= base + len(offsets):
-            window = next(windows, None)
+        while i >= self.loaded:
+            window = next(self.windows, None)
             if window is None:
                 return False
-            first = base + len(offsets)
-            long_tokens.update(first + k for k, (s, e) in enumerate(window[0]) if e - s > LONG_TOKEN_CHARS)
-            if window[2] and offsets and window[1]:
-                join_cut_run(first, window[1])
-            offsets.extend(window[0])
-            word_ids.extend(window[1])
+            offsets, words, continues = window
+            first = self.loaded
+            self.long_tokens.update(first + k for k, (s, e) in enumerate(offsets) if e - s > LONG_TOKEN_CHARS)
+            if continues and self.offsets and words:
+                self._join_cut_run(first, words)
+            self.offsets.extend(offsets)
+            self.word_ids.extend(words)
         return True
 
-    def join_cut_run(first: int, words: list[tuple[int, int] | None]) -> None:
+    def _join_cut_run(self, first: int, words: list[tuple[int, int] | None]) -> None:
         """A run the window cut is one word: when either part is a long token, both parts are."""
         head = first
         while head - first < len(words) and words[head - first] == words[0]:
             head += 1
         tail = first - 1
-        while tail - 1 >= base and word_ids[tail - 1 - base] == word_ids[first - 1 - base]:
+        while tail - 1 >= self.base and self.word_ids[tail - 1 - self.base] == self.word_ids[first - 1 - self.base]:
             tail -= 1
         run = range(tail, head)
-        if any(i in long_tokens for i in run):
-            long_tokens.update(run)
+        if any(i in self.long_tokens for i in run):
+            self.long_tokens.update(run)
 
-    def first_long(lower: int, upper: int) -> int | None:
-        if not long_tokens:
+    def is_long(self, i: int) -> bool:
+        return i in self.long_tokens
+
+    def first_long(self, lower: int, upper: int) -> int | None:
+        if not self.long_tokens:
             return None
-        return next((i for i in range(lower, upper) if i in long_tokens), None)
+        return next((i for i in range(lower, upper) if i in self.long_tokens), None)
 
-    def word_start(i: int, lower: int) -> int:
+    def word_start(self, i: int, lower: int) -> int:
         """Move i back to the first token of its word, but not below `lower`."""
         while i > lower:
-            word = word_ids[i - base]
-            if word is None or word != word_ids[i - 1 - base]:
+            word = self.word_ids[i - self.base]
+            if word is None or word != self.word_ids[i - 1 - self.base]:
                 break
             i -= 1
         return i
 
-    spans: list[PassageSpan] = []
-    start = 0
-    while True:
-        while has_token(start) and start in long_tokens:
-            start += 1
-        if not has_token(start):
-            return spans
-        end = start + max_tokens
-        more = has_token(end)
-        if more:
-            snapped = word_start(end, start + 1)
-            # A single word longer than the window is cut where the window ends.
-            end = snapped if snapped > start else end
-        else:
-            end = base + len(offsets)
-        cut = first_long(start, end)
-        if cut is not None:  # end before the long token; the next passage starts after it
-            end, more, next_start = cut, True, cut + 1
-        spans.append(PassageSpan(len(spans), offsets[start - base][0], offsets[end - 1 - base][1]))
-        if not more:
-            return spans
-        if cut is None:
-            next_start = max(end - overlap_tokens, start + 1)
-            snapped_start = word_start(next_start, start + 1)
-            next_start = snapped_start if snapped_start > start else next_start
-        start = next_start
-        if start - base > len(offsets) // 2:
-            del offsets[: start - base], word_ids[: start - base]
-            base = start
+    def forget_before(self, start: int) -> None:
+        if start - self.base > len(self.offsets) // 2:
+            del self.offsets[: start - self.base], self.word_ids[: start - self.base]
+            self.base = start
 
 
 def left_out(text: str, spans: list[PassageSpan], min_chars: int = LONG_TOKEN_CHARS) -> list[tuple[int, int]]:

@@ -448,7 +448,7 @@ class Index:
             session.execute(delete(PassageRow))
             session.execute(delete(DocumentRow))
             session.flush()
-        return BuildTransaction(self, conn, session, None if rebuild else info)
+        return BuildTransaction(self.layout, self.manifest.index_id, conn, session, None if rebuild else info)
 
     def _set_aside_damaged_sqlite(self) -> None:
         """--rebuild over a damaged SQLite file: keep it under another name, start a new one."""

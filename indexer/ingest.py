@@ -142,7 +142,7 @@ def _check_index(tx: BuildTransaction, table: VectorTable, meta: BuildMeta) -> B
     if info.dimension != table.dimension:
         raise BadInputError(
             f"{table.path}, row 1 (id {table.ids[0]!r}): the vectors have {table.dimension} values "
-            f"(model {meta.model.label}), but the index in {tx.index.index_dir} holds vectors of "
+            f"(model {meta.model.label}), but the index in {tx.layout.root} holds vectors of "
             f"{info.dimension} from model {info.model}. Pass --model {info.model} with vectors that "
             "model made, build into another --index folder, or pass --rebuild to replace the index."
         )

@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import Connection, delete, select
@@ -37,21 +36,25 @@ from indexer.integrity import (
     verified_bm25,
     verified_vectors,
 )
+from indexer.layout import IndexLayout
 from indexer.plan import Plan, StoredDocument
 from indexer.records import BuildMeta, CommitResult, IndexInfo, IndexStats, repair_command
 from indexer.schema import SCHEMA_FORMAT, DocumentRow, IndexInfoRow, PassageRow
 from indexer.segments import SegmentedVectors, SegmentFiles, SegmentLayout, SegmentPolicy
 from indexer.vector_merge import merge_vectors
 
-if TYPE_CHECKING:
-    from indexer.index import Index
-
 
 class BuildTransaction:
-    """The open build: stored documents to plan against, and `commit` for the changes."""
+    """The open build: stored documents to plan against, and `commit` for the changes.
 
-    def __init__(self, index: Index, conn: Connection, session: Session, info: IndexInfo | None) -> None:
-        self.index = index
+    It holds what it writes, not the `Index` that opened it: the folder's layout, the owner id
+    its info row records (the folder's manifest id), and the SQL connection and session.
+    """
+
+    def __init__(self, layout: IndexLayout, owner_id: str, conn: Connection, session: Session,
+                 info: IndexInfo | None) -> None:
+        self.layout = layout
+        self.owner_id = owner_id
         self.conn = conn
         self.session = session
         self.info = info
@@ -109,7 +112,7 @@ class BuildTransaction:
         if not same:
             reason = "its files changed" if info.model == meta.model.id else "it is another model"
             raise IndexMismatchError(
-                f"The index in {self.index.index_dir} was built with model {info.model} "
+                f"The index in {self.layout.root} was built with model {info.model} "
                 f"(dimension {info.dimension}, fingerprint {info.model_fingerprint[:12]}); this build "
                 f"uses {meta.model.id} (dimension {meta.dimension}, fingerprint "
                 f"{meta.model.fingerprint()[:12]}): {reason}, so old and new vectors would not be "
@@ -124,7 +127,7 @@ class BuildTransaction:
                         f"{'with' if titles else 'without'} titles")
 
             raise IndexMismatchError(
-                f"The index in {self.index.index_dir} was cut into {shown(*stored)}; this build "
+                f"The index in {self.layout.root} was cut into {shown(*stored)}; this build "
                 f"asks for {shown(*wanted)}, so its passages would not match the stored ones. "
                 "Leave --passage-tokens, --overlap and --no-titles out to keep the index's "
                 "settings, build into another --index folder, or pass --rebuild to cut and "
@@ -135,13 +138,13 @@ class BuildTransaction:
         """A CPU copy of the committed vectors, verified; None on a first build."""
         if self.info is None:
             return None
-        return verified_vectors(self.index.index_dir, self.info, use_gpu=False)
+        return verified_vectors(self.layout.root, self.info, use_gpu=False)
 
     def committed_bm25_ok(self) -> bool:
         if self.info is None:
             return False
         try:
-            verified_bm25(self.index.index_dir, self.info)
+            verified_bm25(self.layout.root, self.info)
         except (IndexUnreadableError, FileNotFoundError):
             return False
         return True
@@ -224,7 +227,7 @@ class BuildTransaction:
         nothing proportional to the index; None when the base cannot take deltas (merge instead)."""
         info = self.info
         assert info is not None
-        root = self.index.layout.root
+        root = self.layout.root
         stats = BM25Store.stats_of(root / info.bm25_dir)
         if stats is None:
             return None
@@ -233,7 +236,7 @@ class BuildTransaction:
         if sql_store.count_passages(self.conn) != expected:
             raise RuntimeError(
                 f"SQL holds {sql_store.count_passages(self.conn)} passages where {expected} were "
-                f"expected; nothing was committed. Repair with: {repair_command(self.index.index_dir)}")
+                f"expected; nothing was committed. Repair with: {repair_command(self.layout.root)}")
         layout = layout_of(info)
         build_id = uuid.uuid4().hex[:12]
         segments = layout.segments
@@ -244,7 +247,7 @@ class BuildTransaction:
             new_ids, titled, vectors = self._with_segment(segments[-1], new_ids, titled, vectors)
             segments = segments[:-1]
         if len(new_ids):
-            vector_file, bm25_dir = self.index.layout.vector_name(build_id), self.index.layout.bm25_name(build_id)
+            vector_file, bm25_dir = self.layout.vector_name(build_id), self.layout.bm25_name(build_id)
             texts = [bm25_document(t, x, stats.title_repeats) for t, x in titled]  # as the base wrote them
             BM25Store.build_delta(new_ids, texts, stats, info.bm25_dir).save(root / bm25_dir)
             delta = VectorStore.create(meta.dimension)
@@ -254,8 +257,8 @@ class BuildTransaction:
                                       folder_digest(root / bm25_dir), len(new_ids), meta.run_id),)
         deleted_file, deleted_digest, deleted = layout.deleted_file, layout.deleted_digest, layout.deleted
         if len(removed):
-            tombstones = np.union1d(deleted_ids(self.index.index_dir, info), removed)
-            deleted_file = self.index.layout.deleted_name(build_id)
+            tombstones = np.union1d(deleted_ids(self.layout.root, info), removed)
+            deleted_file = self.layout.deleted_name(build_id)
             write_ids(root / deleted_file, tombstones)
             deleted_digest, deleted = file_digest(root / deleted_file), len(tombstones)
         new_layout = replace(layout, segments=segments, deleted_file=deleted_file,
@@ -276,9 +279,9 @@ class BuildTransaction:
                       vectors: np.ndarray) -> tuple[np.ndarray, list[tuple[str, str]], np.ndarray]:
         """`segment`'s live passages (ids, (title, text) pairs, vectors) followed by the new ones."""
         assert self.info is not None
-        path = self.index.layout.root / segment.vector_file
+        path = self.layout.root / segment.vector_file
         if file_digest(path) != segment.vector_digest:
-            raise damaged(self.index.index_dir, self.info, f"the vector file {segment.vector_file} is "
+            raise damaged(self.layout.root, self.info, f"the vector file {segment.vector_file} is "
                                                            "not the one committed")
         segment_store = VectorStore.load(path, use_gpu=False)
         old_ids, old_vectors = ann.reconstruct_all(segment_store.faiss_index)
@@ -312,10 +315,10 @@ class BuildTransaction:
         if not np.array_equal(np.sort(store.ids()), sql_ids):
             raise RuntimeError(
                 f"FAISS holds {store.ntotal} vectors but SQL holds {len(sql_ids)} passages, or their "
-                f"ids differ; nothing was committed. Repair with: {repair_command(self.index.index_dir)}"
+                f"ids differ; nothing was committed. Repair with: {repair_command(self.layout.root)}"
             )
         build_id = uuid.uuid4().hex[:12]  # both new files share it: a listing is easy to read
-        names = self.index.layout
+        names = self.layout
         root = names.root
         vector_file = names.vector_name(build_id)
         bm25_started = time.perf_counter()
@@ -398,8 +401,8 @@ class BuildTransaction:
         documents = sql_store.count_documents(self.conn)
         values = dict(
             format=SCHEMA_FORMAT,
-            owner=self.index.manifest.index_id,
-            owner_path=str(self.index.layout.root.resolve()),
+            owner=self.owner_id,
+            owner_path=str(self.layout.root.resolve()),
             model=meta.model.id,
             model_fingerprint=meta.model.fingerprint(),
             dimension=meta.dimension,
