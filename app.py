@@ -22,9 +22,10 @@ from __future__ import annotations
 import streamlit as st
 
 from search import MODES
+from search.config import SCREEN_K
 from ui.compare_page import compare_page
 from ui.resources import index_dir, reranker_choice
-from ui.search_page import DEFAULT_K, DEFAULT_MODE, MAX_K, search_page
+from ui.search_page import DEFAULT_MODE, RESULTS_BOX_MAX, search_page
 from ui.upload_panel import upload_section
 
 SEARCH_PAGE, COMPARE_PAGE = "Search", "Compare"
@@ -41,9 +42,9 @@ def initial_state() -> None:
         st.session_state.query = params.get("q", "")
     if "k" not in st.session_state:
         try:
-            st.session_state.k = min(max(int(params.get("k", DEFAULT_K)), 1), MAX_K)
+            st.session_state.k = min(max(int(params.get("k", SCREEN_K)), 1), RESULTS_BOX_MAX)
         except ValueError:
-            st.session_state.k = DEFAULT_K
+            st.session_state.k = SCREEN_K
     if "mode" not in st.session_state:
         wanted = params.get("mode", "").strip().lower()
         st.session_state.mode = wanted if wanted in MODES else DEFAULT_MODE

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 
+from indexer import settings
 from indexer.errors import IndexBusyError
 from indexer.layout import SQLITE_FILE
 from indexer.schema import SCHEMA_FORMAT, Base, DocumentRow, IndexInfoRow, PassageRow
@@ -47,7 +47,7 @@ def shown_url(url: str) -> str:
 
 
 def env_db_url() -> str | None:
-    return os.environ.get("SEMSEARCH_DB") or None
+    return settings.db_url()
 
 
 def make_engine(url: str, for_build: bool = False) -> Engine:

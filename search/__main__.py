@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from indexer.errors import IndexerError
-from search.config import MODES
+from search.config import MODES, SCREEN_K
 from search.errors import SearchError
 from search.fusion import FUSIONS
 from search.rerank import resolve_reranker
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m search", description=__doc__)
     parser.add_argument("query")
     parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("-k", type=int, default=5)
+    parser.add_argument("-k", type=int, default=SCREEN_K, help=f"documents to show (default {SCREEN_K})")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="retriever: embeddings, exact terms, or both fused (default: hybrid)")
     parser.add_argument("--fusion", choices=FUSIONS, default=None,

@@ -35,6 +35,7 @@ import anyio
 import anyio.to_thread
 from fastapi import FastAPI, Query
 
+from indexer import settings
 from indexer.errors import IndexerError, IndexNotFoundError
 from search.api_errors import ApiError, BodySizeLimit, install_error_handlers
 from search.api_models import (
@@ -53,7 +54,7 @@ from search.api_models import (
     StatsResponse,
     TimingsOut,
 )
-from search.config import MAX_K
+from search.config import DEFAULT_K, MAX_K
 from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
 from search.searcher import Searcher
 from search.similarity import similarity_matrix
@@ -103,8 +104,7 @@ def reranker_setting(config: ApiConfig) -> str | None:
     """--rerank-model, else SEMSEARCH_RERANKER (as the app reads it), else None for the shipped one."""
     if config.rerank_model is not None:
         return config.rerank_model
-    value = os.environ.get("SEMSEARCH_RERANKER", "").strip()
-    return value or None
+    return settings.reranker()
 
 
 # --- the service: one Searcher per worker, opened when the index exists ------------------------
@@ -219,13 +219,95 @@ async def _in_thread(service: Service, call: Callable[[], Any]) -> Any:
     return await anyio.to_thread.run_sync(call, limiter=service.limiter)
 
 
+# --- what each route answers -------------------------------------------------------------------
+
+
+def health_of(service: Service) -> HealthResponse:
+    problem = service.problem
+    if service.ready:
+        return HealthResponse(status="ok", index="ready", detail=None)
+    state = "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable"
+    return HealthResponse(status="ok", index=state, detail=None if problem is None else str(problem))
+
+
+def stats_of(service: Service) -> StatsResponse:
+    searcher = service.searcher()
+    try:
+        figures = searcher.stats()
+    except IndexerError as err:
+        raise service.unavailable(err) from err
+    return StatsResponse(
+        documents=figures.documents, passages=figures.passages, model=figures.model,
+        model_label=figures.model_label, dimension=figures.dimension, index_type=figures.vector_index,
+        recall_at_10=figures.recall_at_10, delta_segments=figures.delta_segments,
+        modes=list(searcher.modes), built_at=figures.built_at, build_seconds=figures.build_seconds,
+        build_id=figures.build_id,
+        reranker=None if service.reranker is None else str(service.choice.path),
+        rerank_default=service.rerank_default,
+    )
+
+
+async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
+    searcher = service.searcher()
+    rerank = service.rerank_default if request.rerank is None else request.rerank
+    if rerank and searcher.reranker is None:
+        raise ApiError(400, "no_reranker", (
+            "rerank=true needs a reranker, and this server has none. Start it with "
+            "--rerank-model PATH (or SEMSEARCH_RERANKER=PATH), or search with rerank=false."))
+    call = functools.partial(
+        searcher.search_detailed, request.q, k=request.k, mode=request.mode, rerank=rerank,
+        candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
+    )
+    try:
+        result = await _in_thread(service, call)
+    except IndexerError as err:  # before ValueError: IndexMismatchError is both
+        raise service.unavailable(err) from err
+    except (ValueError, TypeError) as err:  # the Searcher's own checks: empty query, k > candidates
+        raise ApiError(400, "bad_request", str(err)) from err
+    return search_response(request, result)
+
+
+def search_response(request: SearchRequest, result) -> SearchResponse:
+    timings = result.timings
+    return SearchResponse(
+        query=request.q, k=request.k, mode=result.mode, fallback_reason=result.fallback_reason,
+        reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
+        timings=TimingsOut(
+            encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
+            rerank_ms=timings.rerank_s * 1000, total_ms=timings.total_s * 1000,
+        ),
+        hits=[
+            HitOut(
+                rank=rank, doc_id=hit.doc_id, title=hit.title, text=hit.text,
+                start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
+                retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
+                metadata=hit.metadata, source=hit.source,
+            )
+            for rank, hit in enumerate(result.hits, start=1)
+        ],
+    )
+
+
+async def similarity_with(service: Service, request: SimilarityRequest) -> SimilarityResponse:
+    pair = isinstance(request.a, str)
+    a = [request.a] if pair else request.a
+    b = [request.b] if pair else request.b
+
+    def compute() -> tuple[list[list[float]], str]:
+        model, label = service.similarity_model()
+        return similarity_matrix(a, b, model=model).tolist(), label
+
+    try:
+        matrix, label = await _in_thread(service, compute)
+    except IndexerError as err:
+        raise service.unavailable(err) from err
+    return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None)
+
+
 # --- the app ----------------------------------------------------------------------------------
 
 
-def create_app(config: ApiConfig) -> FastAPI:
-    """The FastAPI app over `config.index_dir`; the reranker is loaded here, the index at startup."""
-    service = Service.start(config)
-
+def _lifespan(service: Service, config: ApiConfig):
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         service.limiter = anyio.CapacityLimiter(config.search_threads)
@@ -238,6 +320,10 @@ def create_app(config: ApiConfig) -> FastAPI:
         finally:
             await anyio.to_thread.run_sync(service.close)
 
+    return lifespan
+
+
+def _new_app(service: Service, config: ApiConfig) -> FastAPI:
     app = FastAPI(
         title="semsearch",
         summary="Semantic search over one index: the same Searcher as the CLI and the app. Read-only.",
@@ -249,7 +335,7 @@ def create_app(config: ApiConfig) -> FastAPI:
             "503 while no index has been built; indexing is `python -m indexer build`'s job."
         ),
         version="1",
-        lifespan=lifespan,
+        lifespan=_lifespan(service, config),
         responses={
             400: {"model": ErrorResponse}, 413: {"model": ErrorResponse},
             422: {"model": ErrorResponse}, 503: {"model": ErrorResponse},
@@ -258,74 +344,29 @@ def create_app(config: ApiConfig) -> FastAPI:
     app.state.service = service
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
     install_error_handlers(app)
+    return app
+
+
+def create_app(config: ApiConfig) -> FastAPI:
+    """The FastAPI app over `config.index_dir`; the reranker is loaded here, the index at startup.
+    Each route only hands its request to the function above that answers it."""
+    service = Service.start(config)
+    app = _new_app(service, config)
 
     @app.get("/health", response_model=HealthResponse)
     async def health() -> HealthResponse:
         """Always 200 while the process runs; `index` says whether searches can be answered."""
-        problem = service.problem
-        if service.ready:
-            return HealthResponse(status="ok", index="ready", detail=None)
-        state = "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable"
-        return HealthResponse(status="ok", index=state, detail=None if problem is None else str(problem))
+        return health_of(service)
 
     @app.get("/stats", response_model=StatsResponse)
     def stats() -> StatsResponse:
         """The figures of the newest committed build (one small SQL read checks for a newer one)."""
-        searcher = service.searcher()
-        try:
-            figures = searcher.stats()
-        except IndexerError as err:
-            raise service.unavailable(err) from err
-        return StatsResponse(
-            documents=figures.documents, passages=figures.passages, model=figures.model,
-            model_label=figures.model_label, dimension=figures.dimension, index_type=figures.vector_index,
-            recall_at_10=figures.recall_at_10, delta_segments=figures.delta_segments,
-            modes=list(searcher.modes), built_at=figures.built_at, build_seconds=figures.build_seconds,
-            build_id=figures.build_id,
-            reranker=None if service.reranker is None else str(service.choice.path),
-            rerank_default=service.rerank_default,
-        )
-
-    async def run_search(request: SearchRequest) -> SearchResponse:
-        searcher = service.searcher()
-        rerank = service.rerank_default if request.rerank is None else request.rerank
-        if rerank and searcher.reranker is None:
-            raise ApiError(400, "no_reranker", (
-                "rerank=true needs a reranker, and this server has none. Start it with "
-                "--rerank-model PATH (or SEMSEARCH_RERANKER=PATH), or search with rerank=false."))
-        call = functools.partial(
-            searcher.search_detailed, request.q, k=request.k, mode=request.mode, rerank=rerank,
-            candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
-        )
-        try:
-            result = await _in_thread(service, call)
-        except IndexerError as err:  # before ValueError: IndexMismatchError is both
-            raise service.unavailable(err) from err
-        except (ValueError, TypeError) as err:  # the Searcher's own checks: empty query, k > candidates
-            raise ApiError(400, "bad_request", str(err)) from err
-        timings = result.timings
-        return SearchResponse(
-            query=request.q, k=request.k, mode=result.mode, fallback_reason=result.fallback_reason,
-            reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
-            timings=TimingsOut(
-                encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
-                rerank_ms=timings.rerank_s * 1000, total_ms=timings.total_s * 1000,
-            ),
-            hits=[
-                HitOut(
-                    rank=rank, doc_id=hit.doc_id, title=hit.title, text=hit.text,
-                    start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
-                    retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
-                    metadata=hit.metadata, source=hit.source,
-                )
-                for rank, hit in enumerate(result.hits, start=1)
-            ],
-        )
+        return stats_of(service)
 
     @app.get("/search", response_model=SearchResponse)
     async def search_get(
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")],
-        k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+        k: Annotated[int, Query(ge=1, le=MAX_K)] = DEFAULT_K,
         mode: Mode | None = None,
         rerank: bool | None = None,
         candidates: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
@@ -333,31 +374,19 @@ def create_app(config: ApiConfig) -> FastAPI:
         fusion_weight: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False)] = None,
     ) -> SearchResponse:
         """The k best documents for `q`, each with its best passage; the same fields as POST."""
-        return await run_search(SearchRequest.model_construct(
+        return await search_with(service, SearchRequest.model_construct(
             q=q, k=k, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
             fusion_weight=fusion_weight))
 
     @app.post("/search", response_model=SearchResponse)
     async def search_post(request: SearchRequest) -> SearchResponse:
         """The k best documents for `q`, each with its best passage, the mode that ran and timings."""
-        return await run_search(request)
+        return await search_with(service, request)
 
     @app.post("/similarity", response_model=SimilarityResponse)
     async def similarity(request: SimilarityRequest) -> SimilarityResponse:
         """Cosine similarity of two sentences, or the len(a) x len(b) matrix of two lists."""
-        pair = isinstance(request.a, str)
-        a = [request.a] if pair else request.a
-        b = [request.b] if pair else request.b
-
-        def compute() -> tuple[list[list[float]], str]:
-            model, label = service.similarity_model()
-            return similarity_matrix(a, b, model=model).tolist(), label
-
-        try:
-            matrix, label = await _in_thread(service, compute)
-        except IndexerError as err:
-            raise service.unavailable(err) from err
-        return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None)
+        return await similarity_with(service, request)
 
     return app
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from search.config import MAX_K
+from search.config import DEFAULT_K, MAX_K
 from search.fusion import FUSIONS
 
 # A query or sentence longer than this is refused (422); the model reads 256 tokens of it anyway.
@@ -35,7 +35,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
-    k: int = Field(10, ge=1, le=MAX_K, description=f"documents to return, 1..{MAX_K}")
+    k: int = Field(DEFAULT_K, ge=1, le=MAX_K, description=f"documents to return, 1..{MAX_K}")
     mode: Mode | None = Field(None, description="retriever; default hybrid (dense when the index has no BM25)")
     rerank: bool | None = Field(
         None, description="rescore the top `candidates` with the server's cross-encoder; default: the server's setting"

@@ -13,6 +13,10 @@ MODES = ("dense", "bm25", "hybrid")
 # The most documents one search returns or reranks: past this, fetching and grouping passages
 # costs more than any page or metric uses (evaluation reads the top 100).
 MAX_K = 1000
+# How many documents a search returns when the caller does not say: one default for programs
+# (Python, the HTTP API, the evaluation), one for a person reading a screen (the CLI, the app).
+DEFAULT_K = 10
+SCREEN_K = 5
 
 
 def check_mode(mode: str) -> str:
@@ -77,7 +81,7 @@ class SearchConfig:
     the constant of reciprocal-rank fusion (60, as in Cormack et al. 2009).
     """
 
-    k: int = 10
+    k: int = DEFAULT_K
     fusion_depth: int = 100
     one_hit_per_document: bool = True
     mode: str = "hybrid"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from indexer.passage_text import passage_text
+from indexer.settings import NO_RERANKER
 from search.config import SHIPPED_RERANKER, RerankConfig, shipped_reranker
 from search.hits import Hit
 
@@ -146,7 +147,6 @@ class CrossEncoderReranker:
 
 
 # Values of a reranker setting (--rerank-model, SEMSEARCH_RERANKER) that mean "no reranker".
-NO_RERANKER = ("none", "off", "0")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,12 @@ from training.config import (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description="Train tokenizers and BERT encoders.")
     commands = parser.add_subparsers(dest="command", required=True)
+    for add_flags in (_tokenizer_flags, _pretrain_flags, _siamese_flags, _cross_encoder_flags, _adapt_flags):
+        add_flags(commands)
+    return parser
 
+
+def _tokenizer_flags(commands) -> None:
     tokenizer = commands.add_parser("tokenizer", help="train a WordPiece vocabulary")
     tokenizer.add_argument("--corpus", type=Path, required=True)
     tokenizer.add_argument("--out", type=Path, required=True)
@@ -41,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     tokenizer.add_argument("--min-frequency", type=int, default=2)
     tokenizer.add_argument("--max-documents", type=int)
 
+
+def _pretrain_flags(commands) -> None:
     pretrain = commands.add_parser("pretrain", help="MLM + NSP pretraining")
     pretrain.add_argument("--corpus", type=Path)
     pretrain.add_argument("--out", type=Path)
@@ -71,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     pretrain.add_argument("--config", type=Path, help="JSON file of PretrainConfig fields; flags override it")
 
+
+def _siamese_flags(commands) -> None:
     siamese = commands.add_parser("siamese", help="SBERT fine-tuning")
     siamese.add_argument("--base", required=True, help="BERT or SentenceTransformer folder, or 'default' (all-MiniLM-L6-v2)")
     siamese.add_argument("--objective", choices=OBJECTIVES, required=True)
@@ -88,6 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     siamese.add_argument("--max-train-examples", type=int)
     siamese.add_argument("--seed", type=int, default=0)
 
+
+def _cross_encoder_flags(commands) -> None:
     cross = commands.add_parser("cross-encoder", help="train a CrossEncoder reranker")
     cross.add_argument("--base", required=True, help="BERT or CrossEncoder folder, or 'default' (all-MiniLM-L6-v2)")
     cross.add_argument("--train", type=Path, nargs="+", required=True,
@@ -116,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     cross.add_argument("--negatives-depth", type=int,
                        help="sample the negatives among this many top non-positive hits (default: take the top ones)")
     cross.add_argument("--seed", type=int, default=0)
+
+
+def _adapt_flags(commands) -> None:
     adapt = commands.add_parser("adapt", help="domain adaptation: continued MLM, then mnrl on self-supervised pairs")
     adapt.add_argument("--corpus", type=Path, required=True)
     adapt.add_argument("--out", type=Path, required=True)
@@ -131,7 +145,6 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--pairs-steps", type=int, default=-1)
     adapt.add_argument("--max-documents", type=int)
     adapt.add_argument("--seed", type=int, default=0)
-    return parser
 
 
 def _flags(args: argparse.Namespace, *skip: str) -> dict[str, Any]:

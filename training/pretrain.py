@@ -257,130 +257,164 @@ def pretrain(config: PretrainConfig) -> PretrainResult:
     """
     if config.base is not None:  # "default" names all-MiniLM-L6-v2, as everywhere else
         config = replace(config, base=resolve_base(config.base))
-    tokenizer = load_tokenizer(config)
-    vocab = masking_vocab(tokenizer)
-    pad_id, cls_id, sep_id = tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id
-    if not config.resume and list_checkpoints(config.out):
-        raise ValueError(
-            f"{config.out} already holds checkpoints; pass --resume to continue that run or choose a new --out."
-        )
-    train_docs, eval_docs = load_corpus(config, tokenizer)
-
-    device = training_device(config.device, launched_context())
-    context = init_distributed(device)
-    if context.is_main:
-        logger.info("corpus: %d training documents, %d held out", len(train_docs), len(eval_docs))
-    if context.is_distributed and context.is_main:
-        logger.info("data-parallel over %d processes (%s): %d examples per step", context.world_size,
-                    "nccl" if device.type == "cuda" else "gloo", context.world_size * config.batch_size)
-    torch.manual_seed(config.seed)
-    model, fresh_heads = build_model(config, len(vocab.is_continuation), pad_id)
-    model.to(device).train()
-    objective = PretrainingObjective(model, config.nsp)
-    trained: nn.Module = objective
-    if context.is_distributed:
-        trained = data_parallel(objective, device, config.nsp)  # rank 0's initial weights, broadcast
-        torch.manual_seed(config.seed + context.rank)  # dropout differs between ranks
-    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
-
-    def autocast():
-        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
-
-    optimizer = build_optimizer(model, config)
-    scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
-    stream = ExampleStream(train_docs, config.seed, config.max_length, cls_id, sep_id, config.nsp,
-                           rank=context.rank, world_size=context.world_size)
-    eval_nsp = config.nsp and len(eval_docs) >= 2  # random B segments need a second held-out document
-    eval_batches = []
-    if context.is_main:
-        eval_stream = ExampleStream(eval_docs, config.seed + 1, config.max_length, cls_id, sep_id, eval_nsp)
-        eval_rng = np.random.default_rng([config.seed, 1])
-        eval_batches = [to_tensors(make_batch(eval_stream.take(config.batch_size), eval_rng, vocab, pad_id, config),
-                                   device) for _ in range(config.eval_batches)]
-
-    step = 0
-    losses: dict[int, float] = {}
-    evals: list[EvalMetrics] = []
+    trainer = Pretrainer(config)
     if config.resume:
-        state = load_latest_checkpoint(config.out)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        _load_rank_state(state, context, stream, device, config.out)
-        step, losses = state["step"], dict(state["losses"])
-        evals = [EvalMetrics(**metrics) for metrics in state["evals"]]
+        trainer.resume()
+    return trainer.run()
 
-    def checkpoint_state() -> dict:
-        """The whole run's state; every rank must call it (it gathers each rank's position and generators)."""
-        check_replicas_agree(model)
-        ranks = gather_objects(_rank_state(stream, device))
-        state = {
-            "step": step,
-            "world_size": context.world_size,
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            **ranks[0],
-            "losses": losses,
-            "evals": [metrics.__dict__ for metrics in evals],
-        }
+
+class Pretrainer:
+    """One pretraining run: its model, optimizer, data streams and history; `step` trains one
+    batch, `evaluate` and `checkpoint` record, `run` loops until the step or time budget."""
+
+    def __init__(self, config: PretrainConfig) -> None:
+        self.config = config
+        self.tokenizer = load_tokenizer(config)
+        self.vocab = masking_vocab(self.tokenizer)
+        self.pad_id = self.tokenizer.pad_token_id
+        cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        if not config.resume and list_checkpoints(config.out):
+            raise ValueError(
+                f"{config.out} already holds checkpoints; pass --resume to continue that run or choose a new --out."
+            )
+        train_docs, eval_docs = load_corpus(config, self.tokenizer)
+        self.device = device = training_device(config.device, launched_context())
+        self.context = context = init_distributed(device)
+        if context.is_main:
+            logger.info("corpus: %d training documents, %d held out", len(train_docs), len(eval_docs))
+        if context.is_distributed and context.is_main:
+            logger.info("data-parallel over %d processes (%s): %d examples per step", context.world_size,
+                        "nccl" if device.type == "cuda" else "gloo", context.world_size * config.batch_size)
+        torch.manual_seed(config.seed)
+        self.model, self.fresh_heads = build_model(config, len(self.vocab.is_continuation), self.pad_id)
+        self.model.to(device).train()
+        objective = PretrainingObjective(self.model, config.nsp)
+        self.trained: nn.Module = objective
         if context.is_distributed:
+            self.trained = data_parallel(objective, device, config.nsp)  # rank 0's initial weights, broadcast
+            torch.manual_seed(config.seed + context.rank)  # dropout differs between ranks
+        self.use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
+        self.optimizer = build_optimizer(self.model, config)
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, config.warmup_steps, config.max_steps)
+        self.stream = ExampleStream(train_docs, config.seed, config.max_length, cls_id, sep_id, config.nsp,
+                                    rank=context.rank, world_size=context.world_size)
+        self.eval_nsp = config.nsp and len(eval_docs) >= 2  # random B segments need a second held-out document
+        self.eval_batches = []
+        if context.is_main:
+            eval_stream = ExampleStream(eval_docs, config.seed + 1, config.max_length, cls_id, sep_id, self.eval_nsp)
+            eval_rng = np.random.default_rng([config.seed, 1])
+            self.eval_batches = [
+                to_tensors(make_batch(eval_stream.take(config.batch_size), eval_rng, self.vocab, self.pad_id,
+                                      config), device) for _ in range(config.eval_batches)]
+        self.step_no = 0
+        self.losses: dict[int, float] = {}
+        self.evals: list[EvalMetrics] = []
+
+    def autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.use_bf16)
+
+    def resume(self) -> None:
+        state = load_latest_checkpoint(self.config.out)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        _load_rank_state(state, self.context, self.stream, self.device, self.config.out)
+        self.step_no, self.losses = state["step"], dict(state["losses"])
+        self.evals = [EvalMetrics(**metrics) for metrics in state["evals"]]
+
+    def checkpoint_state(self) -> dict:
+        """The whole run's state; every rank must call it (it gathers each rank's position and generators)."""
+        check_replicas_agree(self.model)
+        ranks = gather_objects(_rank_state(self.stream, self.device))
+        state = {
+            "step": self.step_no,
+            "world_size": self.context.world_size,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            **ranks[0],
+            "losses": self.losses,
+            "evals": [metrics.__dict__ for metrics in self.evals],
+        }
+        if self.context.is_distributed:
             state["ranks"] = ranks
         return state
 
-    tokens, train_seconds = 0, 0.0
-    run_start = time.perf_counter()
-    window_tokens, window_start = 0, time.perf_counter()
-    while step < config.max_steps:
-        started = time.perf_counter()
-        seeds = [config.seed, step, context.rank] if context.is_distributed else [config.seed, step]
+    def step(self) -> tuple[int, torch.Tensor, torch.Tensor | None]:
+        """Train one batch: (tokens over all ranks, this rank's MLM loss, NSP loss or None)."""
+        config, context = self.config, self.context
+        seeds = [config.seed, self.step_no, context.rank] if context.is_distributed else [config.seed, self.step_no]
         rng = np.random.default_rng(seeds)
-        batch = to_tensors(make_batch(stream.take(config.batch_size), rng, vocab, pad_id, config), device)
-        with autocast():
-            loss, mlm_loss, nsp_loss, _, _ = trained(batch)
+        batch = to_tensors(make_batch(self.stream.take(config.batch_size), rng, self.vocab, self.pad_id, config),
+                           self.device)
+        with self.autocast():
+            loss, mlm_loss, nsp_loss, _, _ = self.trained(batch)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-        loss_sum, batch_tokens = sum_over_ranks([loss.item(), float(batch["attention_mask"].sum())], device)
-        losses[step] = loss_sum / context.world_size
-        batch_tokens = int(batch_tokens)
-        tokens += batch_tokens
-        window_tokens += batch_tokens
-        train_seconds += time.perf_counter() - started
-        if context.is_main and (step % config.log_every == 0 or step == config.max_steps):
-            now = time.perf_counter()
-            logger.info("step %d loss %.4f (mlm %.4f%s) lr %.2e %.0f tokens/s", step, losses[step], mlm_loss.item(),
-                        f", nsp {nsp_loss.item():.4f}" if nsp_loss is not None else "", scheduler.get_last_lr()[0],
-                        window_tokens / max(now - window_start, 1e-9))
-            window_tokens, window_start = 0, now
-        if context.is_main and (step % config.eval_every == 0 or step == config.max_steps):
-            metrics = evaluate(model, eval_batches, eval_nsp, step, autocast)
-            evals.append(metrics)
-            logger.info("eval step %d: MLM loss %.4f, MLM accuracy %.4f, NSP accuracy %s", step, metrics.mlm_loss,
-                        metrics.mlm_accuracy, "n/a" if metrics.nsp_accuracy is None else f"{metrics.nsp_accuracy:.4f}")
-            window_start = time.perf_counter()
-        out_of_time = config.max_minutes is not None and time.perf_counter() - run_start > 60 * config.max_minutes
-        if context.is_distributed and config.max_minutes is not None:  # all ranks stop at the same step
-            out_of_time = sum_over_ranks([float(out_of_time)], device)[0] > 0
-        if step % config.save_every == 0 or step == config.max_steps or out_of_time:
-            state = checkpoint_state()
-            if context.is_main:
-                save_checkpoint(config.out, step, state)
-            window_start = time.perf_counter()
-        if out_of_time:
-            if context.is_main:
-                logger.info("time budget of %.1f min reached at step %d; saving (continue with --resume)",
-                            config.max_minutes, step)
-            break
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step_no += 1
+        loss_sum, batch_tokens = sum_over_ranks([loss.item(), float(batch["attention_mask"].sum())], self.device)
+        self.losses[self.step_no] = loss_sum / context.world_size
+        return int(batch_tokens), mlm_loss, nsp_loss
 
-    throughput = tokens / train_seconds if train_seconds else 0.0
-    if context.is_main:
-        model.save_pretrained(str(config.out))
-        tokenizer.save_pretrained(str(config.out))
-        logger.info("saved BERT folder %s at step %d (%.0f tokens/s over %d process(es))", config.out, step,
-                    throughput, context.world_size)
-    barrier()  # the next stage (training adapt) loads this folder on every rank
-    return PretrainResult(config.out, step, losses, evals, throughput, fresh_heads)
+    def evaluate(self) -> None:
+        metrics = evaluate(self.model, self.eval_batches, self.eval_nsp, self.step_no, self.autocast)
+        self.evals.append(metrics)
+        logger.info("eval step %d: MLM loss %.4f, MLM accuracy %.4f, NSP accuracy %s", self.step_no,
+                    metrics.mlm_loss, metrics.mlm_accuracy,
+                    "n/a" if metrics.nsp_accuracy is None else f"{metrics.nsp_accuracy:.4f}")
+
+    def out_of_time(self, run_start: float) -> bool:
+        """Past --max-minutes; under DDP all ranks agree, so they stop at the same step."""
+        config = self.config
+        out = config.max_minutes is not None and time.perf_counter() - run_start > 60 * config.max_minutes
+        if self.context.is_distributed and config.max_minutes is not None:
+            out = sum_over_ranks([float(out)], self.device)[0] > 0
+        return out
+
+    def run(self) -> PretrainResult:
+        config, context = self.config, self.context
+        tokens, train_seconds = 0, 0.0
+        run_start = time.perf_counter()
+        window_tokens, window_start = 0, time.perf_counter()
+        while self.step_no < config.max_steps:
+            started = time.perf_counter()
+            batch_tokens, mlm_loss, nsp_loss = self.step()
+            step = self.step_no
+            tokens += batch_tokens
+            window_tokens += batch_tokens
+            train_seconds += time.perf_counter() - started
+            last = step == config.max_steps
+            if context.is_main and (step % config.log_every == 0 or last):
+                now = time.perf_counter()
+                logger.info("step %d loss %.4f (mlm %.4f%s) lr %.2e %.0f tokens/s", step, self.losses[step],
+                            mlm_loss.item(), f", nsp {nsp_loss.item():.4f}" if nsp_loss is not None else "",
+                            self.scheduler.get_last_lr()[0], window_tokens / max(now - window_start, 1e-9))
+                window_tokens, window_start = 0, now
+            if context.is_main and (step % config.eval_every == 0 or last):
+                self.evaluate()
+                window_start = time.perf_counter()
+            out_of_time = self.out_of_time(run_start)
+            if step % config.save_every == 0 or last or out_of_time:
+                state = self.checkpoint_state()
+                if context.is_main:
+                    save_checkpoint(config.out, step, state)
+                window_start = time.perf_counter()
+            if out_of_time:
+                if context.is_main:
+                    logger.info("time budget of %.1f min reached at step %d; saving (continue with --resume)",
+                                config.max_minutes, step)
+                break
+        return self.save(tokens / train_seconds if train_seconds else 0.0)
+
+    def save(self, throughput: float) -> PretrainResult:
+        if self.context.is_main:
+            self.model.save_pretrained(str(self.config.out))
+            self.tokenizer.save_pretrained(str(self.config.out))
+            logger.info("saved BERT folder %s at step %d (%.0f tokens/s over %d process(es))", self.config.out,
+                        self.step_no, throughput, self.context.world_size)
+        barrier()  # the next stage (training adapt) loads this folder on every rank
+        return PretrainResult(self.config.out, self.step_no, self.losses, self.evals, throughput,
+                              self.fresh_heads)

@@ -10,40 +10,29 @@ repository root.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
 import streamlit as st
 
-from data.paths import PROJECT_ROOT
-from indexer import IndexConfig
+from indexer import IndexConfig, settings
 from indexer.embedding import load_bi_encoder
 from search import Hit, Searcher
-from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
+from search.rerank import Reranker, RerankerChoice, resolve_reranker
 from search.searcher import ModelLoad
 from ui.background_build import BackgroundBuild
 
-REPO_ROOT = PROJECT_ROOT
-DEFAULT_INDEX = Path("indexes") / "demo"
+DEFAULT_INDEX = settings.DEFAULT_INDEX
 
 
 def index_dir() -> Path:
-    """SEMSEARCH_INDEX, or indexes/demo; a relative path is taken from the repository root."""
-    path = Path(os.environ.get("SEMSEARCH_INDEX") or DEFAULT_INDEX).expanduser()
-    return path if path.is_absolute() else REPO_ROOT / path
+    """SEMSEARCH_INDEX, or indexes/demo (`indexer.settings`)."""
+    return settings.index_dir()
 
 
 def reranker_setting() -> str | None:
-    """SEMSEARCH_RERANKER: a CrossEncoder folder (relative to the repository root) or "none";
-    None when unset, for the shipped reranker."""
-    value = os.environ.get("SEMSEARCH_RERANKER", "").strip()
-    if not value:
-        return None
-    if value.lower() in NO_RERANKER:
-        return value
-    path = Path(value).expanduser()
-    return str(path if path.is_absolute() else REPO_ROOT / path)
+    """SEMSEARCH_RERANKER: a CrossEncoder folder or "none"; None when unset, for the shipped reranker."""
+    return settings.reranker()
 
 
 def reranker_choice() -> RerankerChoice:
@@ -54,7 +43,7 @@ def reranker_choice() -> RerankerChoice:
 def model_loading() -> str:
     """SEMSEARCH_MODEL_LOADING: "background" (the default), or "eager" to wait for the bi-encoder
     before the first answer, so every search runs in the mode asked."""
-    return os.environ.get("SEMSEARCH_MODEL_LOADING", "").strip().lower() or "background"
+    return settings.model_loading()
 
 
 class BackgroundReranker:
@@ -107,10 +96,7 @@ def preload_default_model() -> threading.Thread:
 
 def background_build(folder: Path) -> BackgroundBuild | None:
     """The build SEMSEARCH_BUILD_SOURCE asks for (relative to the repository root), if any."""
-    source = os.environ.get("SEMSEARCH_BUILD_SOURCE", "").strip()
-    if not source:
+    source = settings.build_source()
+    if source is None:
         return None
-    path = Path(source).expanduser()
-    stamp = os.environ.get("SEMSEARCH_BUILD_STAMP", "").strip() or None
-    return start_background_build(str(path if path.is_absolute() else REPO_ROOT / path),
-                                  str(folder), stamp)
+    return start_background_build(str(source), str(folder), settings.build_stamp())

@@ -22,6 +22,7 @@ from search import (
     SearchResult,
     similarity_matrix,
 )
+from search.config import SCREEN_K
 from search.fusion import FUSIONS
 from ui.background_build import BackgroundBuild, BuildStatus
 from ui.highlight import escape_markdown, escape_name, passage_markdown, snippet_markdown
@@ -43,8 +44,8 @@ from ui.results import (
     weak_results_message,
 )
 
-DEFAULT_K = 5
-MAX_K = 50
+# The Results box's most: a page of hits a person reads, not the API's MAX_K.
+RESULTS_BOX_MAX = 50
 DEFAULT_MODE = SearchConfig().mode
 FUSION_LABELS = {"rrf": "reciprocal rank", "minmax": "scores, min-max scaled",
                  "tmm": "scores, scaled from the lowest possible", "zscore": "scores, z-scaled"}
@@ -129,13 +130,36 @@ def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None
 
 
 def search_page(folder: Path) -> None:
+    """The search page: the index and its build's progress, the query controls, the results."""
     st.title("Search")
+    opened = open_searcher(folder)
+    if opened is None:
+        return
+    searcher, stats, choice = opened
+    stats_area = st.container()  # filled last, with the figures of the build that answered
+    query_controls(searcher, choice)
+    query: str = st.session_state.query
+    mode: str = st.session_state.mode
+    keep_in_link(query, mode, int(st.session_state.k))
+    result = run_search(searcher, query, int(st.session_state.k), mode,
+                        searcher.reranker is not None and bool(st.session_state.rerank),
+                        st.session_state.get("fusion"), st.session_state.get("fusion_weight"))
+    if result is not None and result.stats is not None:
+        stats = result.stats
+    show_stats(stats_area, stats)
+    if result is not None:
+        show_results(searcher, query, result, stats)
+
+
+def open_searcher(folder: Path):
+    """(searcher, stats, reranker choice) for `folder`, showing its background build's progress;
+    None, with a message saying why, when it cannot search yet."""
     try:
         choice = reranker_choice()
     except ValueError as err:  # a rerank_config.json that cannot be read
         st.error(f"The reranker ({reranker_setting() or 'models/reranker'}) cannot be used. {err} Set "
                  "SEMSEARCH_RERANKER=none to search without it.")
-        return
+        return None
     build = background_build(folder)
     try:
         searcher = searcher_for(folder)
@@ -146,25 +170,28 @@ def search_page(folder: Path) -> None:
             show_build_progress(build, had_index=False)
             st.info("The first documents are being indexed; the search box appears as soon as they "
                     "are committed, within a minute.")
-            return
+            return None
         if build is not None:
             show_build_progress(build, had_index=False)  # its error
         st.info(missing_index_message(folder))
-        return
+        return None
     except (IndexerError, SearchError, ValueError) as err:
         st.error(f"The index in {folder} cannot be opened. {err}")
-        return
+        return None
     except OSError as err:  # only the reranker remains: the Index wraps its own file errors
         st.error(f"The reranker ({choice.path}) cannot be loaded. {err} Set SEMSEARCH_RERANKER=none "
                  "to search without it.")
-        return
+        return None
     if build is not None:
         show_build_progress(build, had_index=True)
-    stats_area = st.container()  # filled last, with the figures of the build that answered
+    return searcher, stats, choice
 
+
+def query_controls(searcher: Searcher, choice) -> None:
+    """The query box, Results (k), the mode, hybrid's fusion and the rerank toggle."""
     left, right = st.columns([5, 1])
     left.text_input("Query", key="query", placeholder=f"e.g. {EXAMPLE_QUERY}")
-    right.number_input("Results", min_value=1, max_value=MAX_K, step=1, key="k")
+    right.number_input("Results", min_value=1, max_value=RESULTS_BOX_MAX, step=1, key="k")
     options = st.columns([3, 1], vertical_alignment="bottom")
     options[0].radio(
         "Mode",
@@ -185,30 +212,21 @@ def search_page(folder: Path) -> None:
             help=f"Rescore the top {searcher.config.rerank_candidates} documents with the "
             f"cross-encoder reranker ({Path(str(choice.path)).name}): slower, usually sharper.",
         )
-    query: str = st.session_state.query
-    mode: str = st.session_state.mode
-    if query:
-        st.query_params["q"] = query
-    else:
-        st.query_params.pop("q", None)
-    if mode != DEFAULT_MODE:
-        st.query_params["mode"] = mode
-    else:
-        st.query_params.pop("mode", None)
-    # k too, so a shared link keeps it, and a run cut short before the Results box (Streamlit
-    # then forgets its value) gets it back from the URL (`initial_state`), not the default.
-    if int(st.session_state.k) != DEFAULT_K:
-        st.query_params["k"] = str(int(st.session_state.k))
-    else:
-        st.query_params.pop("k", None)
-    result = run_search(searcher, query, int(st.session_state.k), mode,
-                        searcher.reranker is not None and bool(st.session_state.rerank),
-                        st.session_state.get("fusion"), st.session_state.get("fusion_weight"))
-    if result is not None and result.stats is not None:
-        stats = result.stats
-    show_stats(stats_area, stats)
-    if result is None:
-        return
+
+
+def keep_in_link(query: str, mode: str, k: int) -> None:
+    """The query, a mode and a k other than the defaults go into the page's URL, so a shared link
+    keeps them, and a run cut short before the Results box (Streamlit then forgets its value)
+    gets k back from the URL (`initial_state`), not the default."""
+    for name, value, default in (("q", query, ""), ("mode", mode, DEFAULT_MODE), ("k", k, SCREEN_K)):
+        if value != default:
+            st.query_params[name] = str(value)
+        else:
+            st.query_params.pop(name, None)
+
+
+def show_results(searcher: Searcher, query: str, result, stats) -> None:
+    """The hits with their relevance labels, or a message saying why there are none."""
     if not result.hits and stats.documents == 0:
         st.info(
             "The index holds no documents yet. Add some under **Add documents** in the sidebar."

@@ -1,0 +1,67 @@
+"""Every `SEMSEARCH_*` environment variable, read here and nowhere else.
+
+A relative path in any of them is taken from the repository root (where `make run` and `make
+serve` run), so the app, the API and the tools read one value alike. The README's
+Configuration table lists them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_INDEX = Path("indexes") / "demo"
+# What SEMSEARCH_RERANKER may say for "no reranker".
+NO_RERANKER = ("none", "off", "0")
+
+
+def _text(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def _path(value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def index_dir() -> Path:
+    """SEMSEARCH_INDEX: the index the app opens (default indexes/demo)."""
+    return _path(_text("SEMSEARCH_INDEX") or str(DEFAULT_INDEX))
+
+
+def db_url() -> str | None:
+    """SEMSEARCH_DB: the SQLAlchemy URL for an index whose database needs a password; None when unset."""
+    return os.environ.get("SEMSEARCH_DB") or None
+
+
+def reranker() -> str | None:
+    """SEMSEARCH_RERANKER: a CrossEncoder folder, or "none"; None when unset (the shipped one)."""
+    value = _text("SEMSEARCH_RERANKER")
+    if not value:
+        return None
+    return value if value.lower() in NO_RERANKER else str(_path(value))
+
+
+def model_loading() -> str:
+    """SEMSEARCH_MODEL_LOADING: how the app loads the bi-encoder, "background" (default) or "eager"."""
+    return _text("SEMSEARCH_MODEL_LOADING").lower() or "background"
+
+
+def build_source() -> Path | None:
+    """SEMSEARCH_BUILD_SOURCE: a source the app indexes in the background while it serves."""
+    value = _text("SEMSEARCH_BUILD_SOURCE")
+    return _path(value) if value else None
+
+
+def build_stamp() -> str | None:
+    """SEMSEARCH_BUILD_STAMP: a file the app touches when that background build succeeds."""
+    return _text("SEMSEARCH_BUILD_STAMP") or None
+
+
+def data_dir() -> Path:
+    """SEMSEARCH_DATA, else ../shared/data beside the repository: the public datasets."""
+    value = os.environ.get("SEMSEARCH_DATA")
+    if value:
+        return Path(value).expanduser().resolve()
+    return (PROJECT_ROOT.parent / "shared" / "data").resolve()

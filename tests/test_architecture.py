@@ -1,0 +1,136 @@
+"""The shape of the product code: imports run one way, functions fit on a screen, and the build
+loop exists once (issue 26)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from data.paths import PROJECT_ROOT as ROOT
+
+PACKAGES = ("indexer", "search", "training", "ui", "data")
+MAX_FUNCTION_LINES = 80
+
+
+def product_modules() -> dict[str, Path]:
+    modules = {"app": ROOT / "app.py"}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
+    return modules
+
+
+def imported_modules(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The product modules `path` imports, anywhere in it (function-level and TYPE_CHECKING too):
+    `from pkg import mod` counts as `pkg.mod` when that is a module, else as `pkg`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in modules else node.module)
+    return {name for name in found if name in modules}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_product_packages_have_no_import_cycles():
+    modules = product_modules()
+    graph = {name: imported_modules(path, modules) - {name} for name, path in modules.items()}
+    assert import_cycles(graph) == []
+
+
+def test_no_product_function_is_longer_than_a_screen():
+    long = []
+    for name, path in product_modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {lines} lines")
+    assert long == []
+
+
+def test_the_embeddings_ingest_has_no_commit_loop_of_its_own():
+    """One build loop (indexer/build_loop.py): ingest only checks its input and supplies vectors."""
+    source = (ROOT / "indexer" / "ingest.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    loops = [node for node in ast.walk(tree) if isinstance(node, ast.While)]
+    assert loops == [] and ".commit(" not in source and "index.build(" not in source
+
+
+def test_every_semsearch_variable_is_read_in_indexer_settings_only():
+    """One reader per environment variable: SEMSEARCH_API_CONFIG is the API's own hand-over
+    to its workers, written and read by search/api.py alone."""
+    readers = []
+    for name, path in product_modules().items():
+        source = path.read_text(encoding="utf-8")
+        for line in source.splitlines():
+            if ("environ" in line or "getenv" in line) and "SEMSEARCH_" in line:
+                readers.append(name)
+    assert set(readers) <= {"indexer.settings"}, readers
+    settings_source = (ROOT / "indexer" / "settings.py").read_text(encoding="utf-8")
+    for variable in ("SEMSEARCH_INDEX", "SEMSEARCH_DB", "SEMSEARCH_RERANKER", "SEMSEARCH_MODEL_LOADING",
+                     "SEMSEARCH_BUILD_SOURCE", "SEMSEARCH_BUILD_STAMP", "SEMSEARCH_DATA"):
+        assert settings_source.count(f'"{variable}"') == 1, variable
+
+
+def test_the_default_k_is_defined_once_for_programs_and_once_for_the_screen():
+    import re
+
+    definitions, literals = [], []
+    pattern = re.compile(r"(\bk: int = \d|\bk: Annotated\[int.*\] = \d|\"-k\".*default=\d|\bk: int = Field\(\d)")
+    # The surfaces that take a search's k; metrics@10 and calibration@10 are other k's.
+    surfaces = ("search.api", "search.api_models", "search.__main__", "search.eval", "search.config",
+                "search.searcher", "app", "ui.")
+    for name, path in product_modules().items():
+        if not name.startswith(surfaces):
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if re.match(r"\s*(DEFAULT_K|SCREEN_K) = ", line):
+                definitions.append(name)
+            if pattern.search(line):
+                literals.append(f"{name}: {line.strip()}")
+    assert sorted(definitions) == ["search.config", "search.config"]
+    assert literals == [], "a default k written as a number instead of DEFAULT_K or SCREEN_K"
