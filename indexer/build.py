@@ -34,16 +34,17 @@ from indexer.documents import Document, PassageSpan
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
-from indexer.passage_text import passage_text
+from indexer.passage_text import (  # noqa: F401  embedded_title: imported from here by tests and benches
+    bi_encoder_input,
+    embedded_title,
+    title_token_budget,
+)
 from indexer.plan import Plan
 from indexer.records import BuildMeta, IndexInfo
 from indexer.transaction import BuildTransaction
 
 logger = logging.getLogger(__name__)
 
-# Room for the title prefix when passages are embedded as passage_text(title, passage):
-# at most 32 tokens, and at most an eighth of what the model reads.
-MAX_TITLE_TOKENS = 32
 # The embedding bar moves about this often; its first step is small, then sized by the rate.
 PROGRESS_SECONDS = 2.0
 FIRST_PROGRESS_STEP = 8
@@ -52,10 +53,6 @@ MAX_PROGRESS_STEP = 4096
 # many (see `build_loop.next_commit_size`): a search sees the first documents within seconds. A
 # build into an index that already answers starts at `commit_passages`: fewer commits, fewer segments.
 FIRST_COMMIT_PASSAGES = 16
-
-
-def title_token_budget(model_max: int) -> int:
-    return min(MAX_TITLE_TOKENS, model_max // 8)
 
 
 @dataclass(frozen=True)
@@ -97,15 +94,6 @@ def chunking_for(config: IndexConfig, model, info: IndexInfo | None) -> Chunking
     return Chunking(budget, overlap, embed_titles)
 
 
-def embedded_title(title: str, model) -> str:
-    """The title as embedded: cut to its token budget so the passage always fits."""
-    if not title:
-        return ""
-    budget = title_token_budget(int(model.max_seq_length))
-    ids = model.tokenizer(title, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
-    return title if len(ids) <= budget else model.tokenizer.decode(ids[:budget])
-
-
 def chunk_documents(
     documents: Sequence[Document], model, budget: int, overlap: int, show_progress: bool = False
 ) -> list[list[PassageSpan]]:
@@ -121,11 +109,8 @@ def embedding_inputs(
     documents: Sequence[Document], spans: Sequence[Sequence[PassageSpan]], model, embed_titles: bool
 ) -> list[str]:
     """What the bi-encoder reads for every passage, in order: `passage_text(title, passage)`."""
-    texts: list[str] = []
-    for doc, doc_spans in zip(documents, spans, strict=True):
-        title = embedded_title(doc.title, model) if embed_titles else ""
-        texts.extend(passage_text(title, doc.text[s.start_char : s.end_char]) for s in doc_spans)
-    return texts
+    return [bi_encoder_input(doc.title, doc.text[s.start_char : s.end_char], model, embed_titles)
+            for doc, doc_spans in zip(documents, spans, strict=True) for s in doc_spans]
 
 
 def embed(

@@ -11,6 +11,10 @@ repeated.
 
 from __future__ import annotations
 
+# Room for the title prefix of what the bi-encoder reads: at most 32 tokens, and at most an
+# eighth of what the model reads, so that the passage always fits.
+MAX_TITLE_TOKENS = 32
+
 
 def passage_text(title: str, text: str) -> str:
     """`title` and `text` joined by a newline; the text alone when the title is empty or already
@@ -21,3 +25,23 @@ def passage_text(title: str, text: str) -> str:
     if not title or text.lstrip("# \n").startswith(title):
         return text
     return f"{title}\n{text}"
+
+
+def title_token_budget(model_max: int) -> int:
+    return min(MAX_TITLE_TOKENS, model_max // 8)
+
+
+def embedded_title(title: str, model) -> str:
+    """The title as embedded: cut to its token budget so the passage always fits."""
+    if not title:
+        return ""
+    budget = title_token_budget(int(model.max_seq_length))
+    ids = model.tokenizer(title, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+    return title if len(ids) <= budget else model.tokenizer.decode(ids[:budget])
+
+
+def bi_encoder_input(title: str, passage: str, model, embed_titles: bool) -> str:
+    """What the bi-encoder reads for a passage of a document titled `title`: the one rule for
+    the build, a repair's re-embedding and the app's relevance labels (`embed_titles` is the
+    index's setting)."""
+    return passage_text(embedded_title(title, model) if embed_titles else "", passage)

@@ -12,13 +12,12 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from indexer.build import embedded_title
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.errors import IndexMismatchError, IndexNotFoundError, IndexUnreadableError
 from indexer.faiss_store import VectorStore
 from indexer.index import Index
 from indexer.model_spec import ModelSpec
-from indexer.passage_text import passage_text
+from indexer.passage_text import bi_encoder_input
 from indexer.records import BuildMeta, repair_command
 
 
@@ -92,7 +91,7 @@ def repair_index(
                 bar = tqdm(total=info.passages, unit="passage", desc="re-embedding",
                            disable=not show_progress, dynamic_ncols=True)
                 for ids, titles, texts in tx.stored_passages():
-                    inputs = [passage_text(embedded_title(t, model) if info.embed_titles else "", x)
+                    inputs = [bi_encoder_input(t, x, model, info.embed_titles)
                               for t, x in zip(titles, texts, strict=True)]
                     vectors.add(ids, encode_texts(model, inputs, batch_size=batch_size))
                     reembedded += len(ids)

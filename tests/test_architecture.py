@@ -134,3 +134,17 @@ def test_the_default_k_is_defined_once_for_programs_and_once_for_the_screen():
                 literals.append(f"{name}: {line.strip()}")
     assert sorted(definitions) == ["search.config", "search.config"]
     assert literals == [], "a default k written as a number instead of DEFAULT_K or SCREEN_K"
+
+
+def test_one_function_gives_the_bi_encoders_input_for_a_passage():
+    """The build, a repair's re-embedding and the app's labels all call `bi_encoder_input`;
+    nothing else puts an embedded title in front of a passage."""
+    callers = []
+    for name, path in product_modules().items():
+        source = path.read_text(encoding="utf-8")
+        if "embedded_title(" in source and name != "indexer.passage_text":
+            callers.append(name)
+        if "bi_encoder_input(" in source:
+            callers.append(f"uses {name}")
+    assert sorted(callers) == ["uses indexer.build", "uses indexer.passage_text", "uses indexer.repair",
+                               "uses ui.search_page"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from indexer import IndexerError, passage_text
+from indexer import IndexerError
+from indexer.passage_text import bi_encoder_input
 from search import (
     MODES,
     EmptyQueryError,
@@ -264,13 +265,14 @@ def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> lis
     while the model loads in the background, which the BM25 answer meanwhile does not wait for.
 
     Dense hits carry it as their retriever score; for the others the passages are encoded
-    again as the indexer encoded them (`passage_text`), k short texts per search.
+    again as the indexer encoded them (`bi_encoder_input`), k short texts per search.
     """
     if result.mode == "dense":
         return [h.retriever_score if h.retriever_score is not None else h.score for h in result.hits]
     if searcher.model_loading:
         return None
-    texts = [passage_text(h.title, h.text) for h in result.hits]
+    embed_titles = searcher.index.info.embed_titles
+    texts = [bi_encoder_input(h.title, h.text, searcher.model, embed_titles) for h in result.hits]
     return [float(c) for c in similarity_matrix([query], texts, model=searcher.model)[0]]
 
 
