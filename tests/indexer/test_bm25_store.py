@@ -111,3 +111,30 @@ def test_title_repeats_are_recorded_and_read_back(tmp_path):
     (path / META_FILE).write_text(json.dumps(meta))
     assert BM25Store.load(path).title_repeats == 1
     assert BM25Store.stats_of(path).title_repeats == 1
+
+
+def test_the_private_bm25s_functions_a_delta_uses_still_score_as_bm25s_does(tmp_path):
+    """`_FrozenStatsBM25` calls three private functions of bm25s (pinned in requirements.txt).
+    A delta scored with its own base's statistics must score every passage exactly as bm25s'
+    public `BM25.index` does, so an upgrade that changes them fails here, loudly, not in a search."""
+    import inspect
+
+    import bm25s
+    from bm25s import scoring
+
+    from indexer.bm25_store import BM25Store
+
+    assert bm25s.__version__ == "0.3.16", "re-check _FrozenStatsBM25 against the new bm25s, then update this pin"
+    for name, params in (("_calculate_doc_freqs", {"corpus_tokens", "unique_tokens", "show_progress"}),
+                         ("_build_scores_and_indices_for_matrix", {"corpus_token_ids", "idf_array",
+                                                                   "avg_doc_len", "doc_frequencies"}),
+                         ("_score_idf_lucene", {"df", "N"})):
+        assert params <= set(inspect.signature(getattr(scoring, name)).parameters), name
+    texts = ["glaciers carve deep valleys", "the river carved a canyon", "valleys of ice and snow",
+             "a canyon river of snow melt", "deep blue lakes"]
+    base = BM25Store.build(np.arange(5), texts)
+    base.save(tmp_path / "base")
+    delta = BM25Store.build_delta(np.arange(5), texts, BM25Store.stats_of(tmp_path / "base"), "base")
+    for query in ("carve valleys", "river canyon snow", "deep lakes"):
+        assert delta.search(query, 5)[1].tolist() == base.search(query, 5)[1].tolist(), query
+        np.testing.assert_allclose(delta.search(query, 5)[0], base.search(query, 5)[0], rtol=1e-5)
