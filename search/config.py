@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data.paths import PROJECT_ROOT
-from search.fusion import Fusion, check_fusion, check_fusion_weight
+from search.fusion import RRF_K, Fusion, check_fusion, check_fusion_weight, check_rrf_k
 
 MODES = ("dense", "bm25", "hybrid")
 # The most documents one search returns or reranks: past this, fetching and grouping passages
@@ -89,7 +89,7 @@ class SearchConfig:
     fusion_weight: float | None = None
     second_passage_weight: float = 0.2
     rerank_candidates: int = 50
-    rrf_k: int = 60
+    rrf_k: int = RRF_K
     auto_refresh: bool = True
 
     def __post_init__(self) -> None:
@@ -105,8 +105,7 @@ class SearchConfig:
                 "0 ranks a document by its best passage alone."
             )
         check_count("rerank_candidates", self.rerank_candidates)
-        if self.rrf_k < 0:
-            raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
+        check_rrf_k(self.rrf_k)
 
     def second_passage_for(self, mode: str, fusion: str) -> float:
         """The second-passage share a search in `mode` (fused by `fusion`, in hybrid) scores documents
@@ -159,7 +158,7 @@ class RerankConfig:
     batch_size: int = 64
     quantize: bool = True
     retriever_weight: float = 0.0
-    rrf_k: int = 60
+    rrf_k: int = RRF_K
     enabled_by_default: bool = False
 
     def __post_init__(self) -> None:
@@ -169,5 +168,4 @@ class RerankConfig:
             raise ValueError(f"batch_size ({self.batch_size}) must be at least 1.")
         if not 0.0 <= self.retriever_weight <= 1.0:
             raise ValueError(f"retriever_weight ({self.retriever_weight}) must lie between 0 and 1.")
-        if self.rrf_k < 0:
-            raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
+        check_rrf_k(self.rrf_k)

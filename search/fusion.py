@@ -56,8 +56,19 @@ def check_fusion_weight(weight: object) -> float:
     return float(weight)
 
 
+# The constant of reciprocal-rank fusion: 1 / (RRF_K + rank), 60 as in Cormack et al. 2009.
+RRF_K = 60
+
+
+def check_rrf_k(value: int) -> int:
+    """The one check of an RRF constant, for hybrid fusion and for the reranker's rank fusion."""
+    if value < 0:
+        raise ValueError(f"rrf_k ({value}) must not be negative; Cormack et al. use {RRF_K}.")
+    return value
+
+
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[int]], k: int = 60, weights: Sequence[float] | None = None
+    rankings: Sequence[Sequence[int]], k: int = RRF_K, weights: Sequence[float] | None = None
 ) -> list[tuple[int, float]]:
     """(id, score) for every id in any ranking, best first; score = Σ weight / (k + rank), rank from 1.
 
@@ -189,13 +200,12 @@ class Fusion:
 
     method: str = "rrf"
     weight: float = 0.5
-    rrf_k: int = 60
+    rrf_k: int = RRF_K
 
     def __post_init__(self) -> None:
         check_fusion(self.method)
         object.__setattr__(self, "weight", check_fusion_weight(self.weight))
-        if self.rrf_k < 0:
-            raise ValueError(f"rrf_k ({self.rrf_k}) must not be negative; Cormack et al. use 60.")
+        check_rrf_k(self.rrf_k)
 
     def fuse(self, dense: Sequence[tuple[int, float]], bm25: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
         """Every id of either (id, score) list, with its fused score, best first; dense wins ties."""

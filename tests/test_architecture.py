@@ -148,3 +148,9 @@ def test_one_function_gives_the_bi_encoders_input_for_a_passage():
             callers.append(f"uses {name}")
     assert sorted(callers) == ["uses indexer.build", "uses indexer.passage_text", "uses indexer.repair",
                                "uses ui.search_page"]
+
+
+def test_the_rrf_constant_is_checked_in_one_place():
+    checks = [name for name, path in product_modules().items()
+              if "must not be negative; Cormack" in path.read_text(encoding="utf-8")]
+    assert checks == ["search.fusion"]
