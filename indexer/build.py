@@ -22,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from indexer.build_loop import (
+    Embedder,
     commit_in_chunks,
     estimated_passages,
     interrupted_before_writing,
@@ -174,7 +175,7 @@ class PassageCutter:
         return spans
 
 
-class ModelEmbedder:
+class ModelEmbedder(Embedder):
     """The local bi-encoder as the build loop's `Embedder` (on Ray with `config.ray`).
 
     Its chunking settings are the index's where the build leaves them out (`chunking_for`,
@@ -201,9 +202,6 @@ class ModelEmbedder:
         self.embed_titles = chunking.embed_titles
         return dataclasses.replace(meta, passage_tokens=chunking.passage_tokens,
                                    overlap_tokens=chunking.overlap_tokens, embed_titles=chunking.embed_titles)
-
-    def check(self, changes: Plan) -> None:
-        pass
 
     def passages(self, doc: Document) -> list[PassageSpan]:
         assert self.cutter is not None, "settle() comes first"
@@ -239,7 +237,7 @@ class NeedsModel(Exception):
     """Raised inside a build's transaction (rolling it back) when it must load the bi-encoder."""
 
 
-class NoModelEmbedder:
+class NoModelEmbedder(Embedder):
     """An `Embedder` that refuses to embed: a build with nothing to embed commits through it
     without loading the model (whose import and load cost seconds).
 
@@ -276,14 +274,8 @@ class NoModelEmbedder:
     def estimate(self, to_embed: Sequence[Document]) -> int:
         return 0
 
-    def begin(self, to_embed: Sequence[Document]) -> None:
-        pass
-
     def embed(self, docs, spans, step) -> np.ndarray:
         raise NeedsModel
-
-    def close(self) -> None:
-        pass
 
 
 def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -> BuildReport:

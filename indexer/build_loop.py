@@ -48,7 +48,8 @@ class Embedder(Protocol):
     The loop calls `settle` at the start of every commit (the build's settings against the
     index's, in `tx`), `passages` for exactly the documents a commit looks at, `begin` once
     with the first plan's documents, and `embed` with each chunk's documents and passages,
-    which must return one unit vector per passage, in order.
+    which must return one unit vector per passage, in order. An implementation subclasses it
+    to take the defaults: nothing to check, nothing to begin, nothing to close.
     """
 
     unit: str  # what the progress bar counts: "passage" or "doc"
@@ -57,7 +58,8 @@ class Embedder(Protocol):
 
     def settle(self, tx: BuildTransaction, meta: BuildMeta) -> BuildMeta: ...
 
-    def check(self, changes: Plan) -> None: ...
+    def check(self, changes: Plan) -> None:
+        """Refuse (raise) a plan this embedder cannot serve; the default serves any."""
 
     def passages(self, doc: Document) -> list[PassageSpan]: ...
 
@@ -65,12 +67,14 @@ class Embedder(Protocol):
         """Passages of `to_embed`, for the progress bar: counted where cut, else estimated."""
         ...
 
-    def begin(self, to_embed: Sequence[Document]) -> None: ...
+    def begin(self, to_embed: Sequence[Document]) -> None:
+        """Prepare for the whole plan (the Ray stream starts here); the default does nothing."""
 
     def embed(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]],
               step: ProgressCallback) -> np.ndarray: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what `begin` started; the default holds nothing."""
 
 
 def next_commit_size(current: int, stored_passages: int, cap: int) -> int:

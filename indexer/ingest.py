@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.build_loop import commit_in_chunks, interrupted_before_writing, read_source
+from indexer.build_loop import Embedder, commit_in_chunks, interrupted_before_writing, read_source
 from indexer.build_report import BuildReport, ProgressCallback
 from indexer.config import IndexConfig
 from indexer.documents import Document, PassageSpan
@@ -93,7 +93,7 @@ def ingest_embeddings(
                             meta, progress)
 
 
-class TableEmbedder:
+class TableEmbedder(Embedder):
     """Precomputed vectors as the build loop's `Embedder`: each document one passage, its whole
     text, and the table's vector for its id. No small first commit: nothing to wait for."""
 
@@ -116,15 +116,9 @@ class TableEmbedder:
     def estimate(self, to_embed: Sequence[Document]) -> int:
         return len(to_embed)
 
-    def begin(self, to_embed: Sequence[Document]) -> None:
-        pass
-
     def embed(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]],
               step: ProgressCallback) -> np.ndarray:
         return self.table.take([doc.doc_id for doc in docs])
-
-    def close(self) -> None:
-        pass
 
 
 def _without_vector(doc: Document) -> Document:
