@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from search import MODES
-from search.config import SCREEN_K
+from search.params import MODES, SCREEN_K
 from ui.compare_page import compare_page
-from ui.resources import index_dir, reranker_choice
+from ui.resources import index_dir
 from ui.search_page import DEFAULT_MODE, RESULTS_BOX_MAX, search_page
 from ui.upload_panel import upload_section
 
@@ -48,11 +47,6 @@ def initial_state() -> None:
     if "mode" not in st.session_state:
         wanted = params.get("mode", "").strip().lower()
         st.session_state.mode = wanted if wanted in MODES else DEFAULT_MODE
-    if "rerank" not in st.session_state:
-        try:
-            st.session_state.rerank = reranker_choice().enabled
-        except ValueError:  # a broken rerank_config.json: the search page shows the error
-            st.session_state.rerank = False
 
 
 def main() -> None:

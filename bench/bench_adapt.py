@@ -21,7 +21,7 @@ from bench.record import markdown_table, record
 from data.beir import load_beir_qrels, load_beir_queries
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
-from search import Searcher
+from search import Searcher, SearchParams
 from search.eval import evaluate_searcher
 from training.adapt import AdaptConfig, adapt
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, index_dir in (("default all-MiniLM-L6-v2", args.default_index), ("adapted on SciFact text", args.adapted_index)):
         searcher = Searcher(index_dir)
         for mode in ("dense", "hybrid"):
-            m = evaluate_searcher(searcher, queries, qrels, mode=mode)
+            m = evaluate_searcher(searcher, queries, qrels, SearchParams(k=100, mode=mode))
             rows.append([f"{mode}, {name}", f"{m['ndcg@10']:.3f}", f"{m['recall@100']:.3f}",
                          f"{m['latency_p50_ms']:.1f} / {m['latency_p95_ms']:.1f}"])
     table = markdown_table(["system", "nDCG@10", "recall@100", "p50 / p95 ms"], rows)

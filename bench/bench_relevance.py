@@ -45,7 +45,7 @@ from data.dev_sets import DEV_SETS, DevSet, build_dev_sets, load_dev_sets
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
 from indexer.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
-from search import Searcher, resolve_reranker
+from search import Searcher, SearchParams, resolve_reranker
 from search.config import SearchConfig
 from search.documents import rank_in_rounds
 from search.eval import evaluate_searcher
@@ -471,8 +471,8 @@ def main(argv: list[str] | None = None) -> int:
             for config in {config for _, config, _, _ in systems}
         }
         for label, config, kwargs, rerank in systems:
-            metrics = evaluate_searcher(searchers_by_config[config], queries, qrels, depth=EVAL_DEPTH, rerank=rerank,
-                                        **({"candidates": 50} if rerank else {}), **search_kwargs(kwargs))
+            params = SearchParams(k=EVAL_DEPTH, rerank=rerank, candidates=50 if rerank else None, **search_kwargs(kwargs))
+            metrics = evaluate_searcher(searchers_by_config[config], queries, qrels, params)
             rows.append([set_name, label, fmt(metrics["ndcg@10"]), fmt(metrics["mrr@10"]),
                          fmt(metrics["recall@100"]), f"{metrics['latency_p50_ms']:.1f} / {metrics['latency_p95_ms']:.1f}"])
             print(" | ".join(rows[-1]), flush=True)

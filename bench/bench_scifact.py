@@ -25,7 +25,7 @@ from bench.record import markdown_table, record
 from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
-from search import SearchConfig, Searcher, resolve_reranker
+from search import SearchConfig, Searcher, SearchParams, resolve_reranker
 from search.eval import evaluate_searcher
 from search.metrics import evaluate_rankings, percentile_ms
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     build_s = time.perf_counter() - t0
     searcher = Searcher(args.index)
     results = {
-        mode: evaluate_searcher(searcher, queries, qrels, mode=mode, depth=depth)
+        mode: evaluate_searcher(searcher, queries, qrels, SearchParams(k=depth, mode=mode))
         for mode, _, _ in MODES
     }
     # The shipped reranker, forced on, through the same Searcher.search_detailed the app calls.
@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if choice.path is not None:
         reranking = Searcher(args.index, reranker=choice.load())
         results[RERANKED[0]] = evaluate_searcher(
-            reranking, queries, qrels, mode="hybrid", depth=depth, rerank=True,
-            candidates=RERANK_CANDIDATES,
+            reranking, queries, qrels, SearchParams(k=depth, mode="hybrid", rerank=True, candidates=RERANK_CANDIDATES)
         )
     rows = [*MODES, RERANKED] if RERANKED[0] in results else list(MODES)
     peer_rank, peer_lat = run_bm25_peer(beir_dir, queries, qids, depth)

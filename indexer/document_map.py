@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import Connection, select
 
-from indexer.schema import PassageRow
+from indexer import sql_store
+from indexer.sql_store import Connection
 
 _BLOCK = 262_144  # rows fetched per round trip while loading
 
@@ -46,17 +46,13 @@ class DocumentMap:
         pids, dids = [self.passage_ids], [self.document_ids]
         after = self.max_id
         while True:
-            rows = conn.execute(
-                select(PassageRow.id, PassageRow.document_id).where(PassageRow.id > after)
-                .order_by(PassageRow.id).limit(_BLOCK)
-            ).all()
-            if not rows:
+            block = sql_store.passage_documents(conn, after, _BLOCK)
+            if not len(block):
                 break
-            block = np.asarray(rows, dtype=np.int64).reshape(len(rows), 2)
             pids.append(block[:, 0])
             dids.append(block[:, 1])
             after = int(block[-1, 0])
-            if len(rows) < _BLOCK:
+            if len(block) < _BLOCK:
                 break
         if len(pids) == 1:
             return self

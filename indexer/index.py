@@ -23,10 +23,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, delete
-from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
-from sqlalchemy.orm import Session
-
 from indexer import sql_store
 from indexer.bm25_store import BM25Store
 from indexer.document_map import DocumentMap
@@ -51,7 +47,8 @@ from indexer.records import (
     build_command,
     repair_command,
 )
-from indexer.schema import SCHEMA_FORMAT, DocumentRow, PassageRow
+from indexer.schema import SCHEMA_FORMAT
+from indexer.sql_store import Connection, DatabaseError, Engine, OperationalError, ProgrammingError
 from indexer.transaction import BuildTransaction, folder_lock
 
 logger = logging.getLogger(__name__)
@@ -443,11 +440,9 @@ class Index:
                 f"The database behind {self.index_dir} holds documents but no index info. "
                 f"Pass --rebuild to start it afresh: {build_command(self.index_dir)} --rebuild"
             )
-        session = Session(bind=conn, autoflush=False)
+        session = sql_store.open_session(conn)
         if rebuild:
-            session.execute(delete(PassageRow))
-            session.execute(delete(DocumentRow))
-            session.flush()
+            sql_store.clear_rows(session)
         return BuildTransaction(self.layout, self.manifest.index_id, conn, session, None if rebuild else info)
 
     def _set_aside_damaged_sqlite(self) -> None:

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
+from indexer.sql_store import has_password, shown_url
 
 FORMAT = 2
 
@@ -35,8 +35,7 @@ class Manifest:
 def _shown(db_url: str | None) -> tuple[str | None, bool]:
     if db_url is None:
         return None, False
-    url = make_url(db_url)
-    return url.render_as_string(hide_password=True), url.password is not None
+    return shown_url(db_url), has_password(db_url)
 
 
 def read_manifest(path: Path) -> Manifest | None:

@@ -1,7 +1,9 @@
-"""Where an index's rows live and the queries an `Index` runs on them.
+"""Where an index's rows live, and every query run on them: the one module that writes SQL.
 
-Only `indexer.index` and the build use this module; search, the UI and the
-app reach rows through `Index`.
+`Index`, its `BuildTransaction` and its `DocumentMap` call the named functions
+here; search, the UI and the app reach rows through `Index`. The SQLAlchemy
+types the callers hold (a connection, a session, the errors they catch) are
+re-exported here, so no other module imports SQLAlchemy.
 
 Transactions: SQLite connections run with the driver's own transaction
 handling off, and every transaction starts with an explicit BEGIN, so that a
@@ -16,16 +18,30 @@ import datetime as dt
 import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select, text
+import numpy as np
+from sqlalchemy import Connection, Engine, create_engine, delete, event, func, inspect, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, ProgrammingError
+from sqlalchemy.orm import Session
 
 from indexer import settings
 from indexer.errors import IndexBusyError
 from indexer.layout import SQLITE_FILE
 from indexer.schema import SCHEMA_FORMAT, Base, DocumentRow, IndexInfoRow, PassageRow
+
+if TYPE_CHECKING:
+    from indexer.documents import Document, PassageSpan
+
+__all__ = [
+    "Connection", "DatabaseError", "Engine", "OperationalError", "ProgrammingError", "Session",
+    "all_passage_ids", "clear_rows", "count_documents", "count_passages", "create_schema",
+    "default_db_url", "delete_documents", "drop_schema", "insert_documents", "is_locked_error",
+    "is_sqlite", "lock_database", "make_engine", "open_session", "passage_details",
+    "passage_documents", "passage_text_blocks", "passage_texts", "read_build_id", "read_info",
+    "schema_state", "set_aside_if_damaged", "shown_url", "stored_document_rows", "write_info",
+]
 
 # Seconds a build waits for SQLite's write lock before reporting that another build holds it.
 SQLITE_LOCK_WAIT_S = 2.0
@@ -44,6 +60,10 @@ def is_sqlite(url: str) -> bool:
 
 def shown_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
+
+
+def has_password(url: str) -> bool:
+    return make_url(url).password is not None
 
 
 def env_db_url() -> str | None:
@@ -191,6 +211,132 @@ def passage_details(conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
         )
         out.update({row.id: row for row in rows})
     return out
+
+
+def passage_documents(conn: Connection, after: int, limit: int) -> np.ndarray:
+    """(passage id, document row id) of the first `limit` passages with an id above `after`, by
+    id, as an (n, 2) int64 array."""
+    rows = conn.execute(
+        select(PassageRow.id, PassageRow.document_id).where(PassageRow.id > after)
+        .order_by(PassageRow.id).limit(limit)
+    ).all()
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 2)
+
+
+# --- what a build reads and writes, in its session ----------------------------------------------
+
+# Keys or ids bound in one IN (...) list while a build reads: within every database's limit.
+_BUILD_IN_LIST = 8192
+
+
+def open_session(conn: Connection) -> Session:
+    """The ORM session a build stages its rows in, on its open transaction."""
+    return Session(bind=conn, autoflush=False)
+
+
+def clear_rows(session: Session) -> None:
+    """Delete every passage and document (a --rebuild), in the build's transaction."""
+    session.execute(delete(PassageRow))
+    session.execute(delete(DocumentRow))
+    session.flush()
+
+
+def stored_document_rows(session: Session, keys: Sequence[str] | None,
+                         origin: str | None) -> list[tuple[str, int, str, str, str]]:
+    """(key, row id, content hash, origin, source) of every document, or of those whose key is in
+    `keys` or whose origin is `origin`."""
+    columns = (DocumentRow.doc_key, DocumentRow.id, DocumentRow.content_hash, DocumentRow.origin,
+               DocumentRow.source)
+    if keys is None and origin is None:
+        return [tuple(row) for row in session.execute(select(*columns))]
+    rows = [tuple(row) for row in session.execute(select(*columns).where(DocumentRow.origin == origin))] \
+        if origin is not None else []
+    wanted = sorted(set(keys or ()))
+    for start in range(0, len(wanted), _BUILD_IN_LIST):
+        rows += [tuple(row) for row in session.execute(
+            select(*columns).where(DocumentRow.doc_key.in_(wanted[start:start + _BUILD_IN_LIST])))]
+    return rows
+
+
+def passage_text_blocks(session: Session, size: int = 4096) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
+    """(passage ids, titles, texts) of every stored passage in blocks of `size`, by id."""
+    last = -1
+    while True:
+        rows = session.execute(
+            select(PassageRow.id, DocumentRow.title, PassageRow.text)
+            .join(PassageRow.document)
+            .where(PassageRow.id > last)
+            .order_by(PassageRow.id)
+            .limit(size)
+        ).all()
+        if not rows:
+            return
+        last = rows[-1].id
+        yield (np.asarray([r.id for r in rows], dtype=np.int64),
+               [r.title for r in rows], [r.text for r in rows])
+
+
+def passage_texts(session: Session, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """Passage id -> (document title, passage text) for the ids still stored."""
+    out: dict[int, tuple[str, str]] = {}
+    ids = [int(i) for i in ids]
+    for start in range(0, len(ids), _BUILD_IN_LIST):
+        out.update((r.id, (r.title, r.text)) for r in session.execute(
+            select(PassageRow.id, DocumentRow.title, PassageRow.text).join(PassageRow.document)
+            .where(PassageRow.id.in_(ids[start:start + _BUILD_IN_LIST]))))
+    return out
+
+
+def delete_documents(session: Session, row_ids: Sequence[int]) -> np.ndarray:
+    """Delete these documents and their passages; the ids of the passages deleted."""
+    if not row_ids:
+        return np.empty(0, dtype=np.int64)
+    removed = np.fromiter(
+        session.scalars(select(PassageRow.id).where(PassageRow.document_id.in_(row_ids))), dtype=np.int64)
+    session.execute(delete(PassageRow).where(PassageRow.document_id.in_(row_ids)))
+    session.execute(delete(DocumentRow).where(DocumentRow.id.in_(row_ids)))
+    session.flush()
+    return removed
+
+
+def insert_documents(session: Session, docs: Sequence[Document], origin: str,
+                     passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Stage the documents and their passages; the new passage ids (which become the FAISS and
+    BM25 ids) and (title, text) pairs, in order."""
+    now = dt.datetime.now(dt.UTC)
+    rows: list[PassageRow] = []
+    titled: list[tuple[str, str]] = []
+    for doc, spans in zip(docs, passages, strict=True):
+        row = DocumentRow(
+            doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
+            text=doc.text, content_hash=doc.content_hash(), meta=doc.metadata, indexed_at=now,
+        )
+        for span in spans:
+            passage = PassageRow(ordinal=span.ordinal, start_char=span.start_char, end_char=span.end_char,
+                                 text=doc.text[span.start_char : span.end_char])
+            row.passages.append(passage)
+            rows.append(passage)
+            titled.append((doc.title, passage.text))
+        session.add(row)
+    session.flush()  # assigns the passage ids
+    return np.asarray([p.id for p in rows], dtype=np.int64), titled
+
+
+def all_passage_ids(session: Session) -> np.ndarray:
+    return np.fromiter(session.scalars(select(PassageRow.id).order_by(PassageRow.id)), dtype=np.int64)
+
+
+def write_info(session: Session, values: dict[str, Any]) -> IndexInfoRow:
+    """Create or update the info row with `values`, in the build's transaction; the row."""
+    row = session.get(IndexInfoRow, 1)
+    if row is None:
+        row = IndexInfoRow(id=1, **values)
+        session.add(row)
+    else:
+        for key, value in values.items():
+            setattr(row, key, value)
+    session.flush()
+    return row
 
 
 def set_aside_if_damaged(url: str, path: Path) -> None:

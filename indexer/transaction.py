@@ -17,12 +17,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import Connection, delete, select
-from sqlalchemy.orm import Session
 
 from indexer import ann, sql_store
 from indexer.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
-from indexer.documents import Document, PassageSpan
+from indexer.documents import PassageSpan
 from indexer.errors import IndexBusyError, IndexMismatchError, IndexUnreadableError
 from indexer.faiss_store import VectorStore
 from indexer.integrity import (
@@ -39,8 +37,9 @@ from indexer.integrity import (
 from indexer.layout import IndexLayout
 from indexer.plan import Plan, StoredDocument
 from indexer.records import BuildMeta, CommitResult, IndexInfo, IndexStats, repair_command
-from indexer.schema import SCHEMA_FORMAT, DocumentRow, IndexInfoRow, PassageRow
+from indexer.schema import SCHEMA_FORMAT
 from indexer.segments import SegmentedVectors, SegmentFiles, SegmentLayout, SegmentPolicy
+from indexer.sql_store import Connection, Session
 from indexer.vector_merge import merge_vectors
 
 
@@ -70,38 +69,15 @@ class BuildTransaction:
         """Stored documents by key: all of them, or only those whose key is in `keys` or whose
         origin is `origin` (what a plan of those documents, pruning that origin, can touch), so
         adding a few documents to a large index reads a few rows, not every key."""
-        columns = (DocumentRow.doc_key, DocumentRow.id, DocumentRow.content_hash, DocumentRow.origin,
-                   DocumentRow.source)
         if keys is not None and len(keys) > 100_000:
             keys = origin = None  # most of the index anyway: one scan beats many IN lists
-        if keys is None and origin is None:
-            rows = list(self.session.execute(select(*columns)))
-        else:
-            rows = list(self.session.execute(select(*columns).where(DocumentRow.origin == origin))) \
-                if origin is not None else []
-            wanted = sorted(set(keys or ()))
-            for start in range(0, len(wanted), 8192):  # within any database's parameter limit
-                rows += self.session.execute(
-                    select(*columns).where(DocumentRow.doc_key.in_(wanted[start:start + 8192])))
+        rows = sql_store.stored_document_rows(self.session, None if keys is None else list(keys), origin)
         return {key: StoredDocument(row_id, digest, origin_, source)
                 for key, row_id, digest, origin_, source in rows}
 
     def stored_passages(self) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
         """(passage ids, titles, texts) of every stored passage in blocks of 4096, by id."""
-        last = -1
-        while True:
-            rows = self.session.execute(
-                select(PassageRow.id, DocumentRow.title, PassageRow.text)
-                .join(PassageRow.document)
-                .where(PassageRow.id > last)
-                .order_by(PassageRow.id)
-                .limit(4096)
-            ).all()
-            if not rows:
-                return
-            last = rows[-1].id
-            yield (np.asarray([r.id for r in rows], dtype=np.int64),
-                   [r.title for r in rows], [r.text for r in rows])
+        return sql_store.passage_text_blocks(self.session)
 
     def check_compatible(self, meta: BuildMeta) -> None:
         info = self.info
@@ -177,8 +153,8 @@ class BuildTransaction:
             return CommitResult(self.info.build_id, False, self.info.documents, self.info.passages,
                                 0, 0, 0.0, None, IndexStats.of(self.info).vector_index)
         stale = [stored[d.doc_id].row_id for d in plan.change] + [stored[k].row_id for k in plan.remove]
-        removed = self._delete_documents(stale)
-        new_ids, titled = self._insert(docs, origin, passages)
+        removed = sql_store.delete_documents(self.session, stale)
+        new_ids, titled = sql_store.insert_documents(self.session, docs, origin, passages)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(new_ids), meta.dimension)
         reason = self._merge_reason(meta, len(new_ids), len(removed))
         if reason is None:
@@ -285,12 +261,7 @@ class BuildTransaction:
                                                            "not the one committed")
         segment_store = VectorStore.load(path, use_gpu=False)
         old_ids, old_vectors = ann.reconstruct_all(segment_store.faiss_index)
-        rows: dict[int, tuple[str, str]] = {}
-        for start in range(0, len(old_ids), 8192):  # within any database's bound-parameter limit
-            block = old_ids[start:start + 8192].tolist()
-            rows.update((r.id, (r.title, r.text)) for r in self.session.execute(
-                select(PassageRow.id, DocumentRow.title, PassageRow.text).join(PassageRow.document)
-                .where(PassageRow.id.in_(block))))
+        rows = sql_store.passage_texts(self.session, old_ids.tolist())
         live = np.asarray([pid in rows for pid in old_ids.tolist()], dtype=bool)
         old_ids, old_vectors = old_ids[live], old_vectors[live]
         old_titled = [rows[pid] for pid in old_ids.tolist()]
@@ -311,7 +282,7 @@ class BuildTransaction:
         merged = merge_vectors(committed, current, self._requested(meta), removed, new_ids, vectors,
                                meta.dimension)
         store = merged.store
-        sql_ids = self._all_passage_ids()
+        sql_ids = sql_store.all_passage_ids(self.session)
         if not np.array_equal(np.sort(store.ids()), sql_ids):
             raise RuntimeError(
                 f"FAISS holds {store.ntotal} vectors but SQL holds {len(sql_ids)} passages, or their "
@@ -357,44 +328,6 @@ class BuildTransaction:
         self.result = (vector_file, bm25_dir)
         return result
 
-    def _delete_documents(self, row_ids: list[int]) -> np.ndarray:
-        if not row_ids:
-            return np.empty(0, dtype=np.int64)
-        removed = np.fromiter(
-            self.session.scalars(select(PassageRow.id).where(PassageRow.document_id.in_(row_ids))),
-            dtype=np.int64,
-        )
-        self.session.execute(delete(PassageRow).where(PassageRow.document_id.in_(row_ids)))
-        self.session.execute(delete(DocumentRow).where(DocumentRow.id.in_(row_ids)))
-        self.session.flush()
-        return removed
-
-    def _insert(self, docs: list[Document], origin: str,
-                passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[tuple[str, str]]]:
-        """Stage the documents and passages; their passage ids and (title, text) pairs, in order."""
-        now = dt.datetime.now(dt.UTC)
-        rows: list[PassageRow] = []
-        titled: list[tuple[str, str]] = []
-        for doc, spans in zip(docs, passages, strict=True):
-            row = DocumentRow(
-                doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
-                text=doc.text, content_hash=doc.content_hash(), meta=doc.metadata, indexed_at=now,
-            )
-            for span in spans:
-                passage = PassageRow(ordinal=span.ordinal, start_char=span.start_char,
-                                     end_char=span.end_char,
-                                     text=doc.text[span.start_char : span.end_char])
-                row.passages.append(passage)
-                rows.append(passage)
-                titled.append((doc.title, passage.text))
-            self.session.add(row)
-        self.session.flush()  # assigns passage ids, which become the FAISS and BM25 ids
-        return np.asarray([p.id for p in rows], dtype=np.int64), titled
-
-    def _all_passage_ids(self) -> np.ndarray:
-        return np.fromiter(self.session.scalars(select(PassageRow.id).order_by(PassageRow.id)),
-                           dtype=np.int64)
-
     def _record(self, values: dict, meta: BuildMeta, added: int, removed: int, bm25_seconds: float,
                 note: str | None = None) -> CommitResult:
         """Write the info row of the new build (in this SQL transaction, after its files exist)."""
@@ -414,14 +347,7 @@ class BuildTransaction:
             build_seconds=time.perf_counter() - meta.started,
             **values,
         )
-        row = self.session.get(IndexInfoRow, 1)
-        if row is None:
-            self.session.add(IndexInfoRow(id=1, **values))
-        else:
-            for key, value in values.items():
-                setattr(row, key, value)
-        self.session.flush()
-        stats = IndexStats.of(IndexInfo.from_row(row if row is not None else self.session.get(IndexInfoRow, 1)))
+        stats = IndexStats.of(IndexInfo.from_row(sql_store.write_info(self.session, values)))
         return CommitResult(values["build_id"], True, documents, values["passages"], added, removed,
                             bm25_seconds, note, stats.vector_index)
 

@@ -1,20 +1,23 @@
 """Query time: dense, BM25 and hybrid retrieval, reranking, and the similarity API."""
 
-from search.config import MAX_K, MODES, SearchConfig
+from search.config import SearchConfig
 from search.errors import (
     EmptyQueryError,
     IndexNotFoundError,
     IndexUnreadableError,
+    NoRerankerError,
     QueryTruncatedWarning,
     SearchError,
 )
 from search.fusion import reciprocal_rank_fusion
 from search.hits import Hit, SearchResult, StageTimings
+from search.params import DEFAULT_K, MAX_K, MODES, SCREEN_K, SearchParams
 from search.rerank import CrossEncoderReranker, RerankerChoice, resolve_reranker
 from search.searcher import IndexStats, Searcher  # IndexStats is indexer.index.IndexStats
 from search.similarity import Pair, similarity, similarity_matrix, top_pairs
 
 __all__ = [
+    "DEFAULT_K",
     "MAX_K",
     "MODES",
     "CrossEncoderReranker",
@@ -23,11 +26,14 @@ __all__ = [
     "IndexNotFoundError",
     "IndexStats",
     "IndexUnreadableError",
+    "NoRerankerError",
     "Pair",
     "QueryTruncatedWarning",
     "RerankerChoice",
+    "SCREEN_K",
     "SearchConfig",
     "SearchError",
+    "SearchParams",
     "SearchResult",
     "Searcher",
     "StageTimings",

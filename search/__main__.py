@@ -15,9 +15,9 @@ import textwrap
 from pathlib import Path
 
 from indexer.errors import IndexerError
-from search.config import MODES, SCREEN_K
 from search.errors import SearchError
 from search.fusion import FUSIONS
+from search.params import MODES, SCREEN_K, SearchParams
 from search.rerank import resolve_reranker
 from search.searcher import Searcher
 
@@ -46,11 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         choice = resolve_reranker(args.rerank, args.rerank_model)
-        searcher = Searcher(args.index, db_url=args.db, reranker=choice.load() if choice.enabled else None)
-        result = searcher.search_detailed(
-            args.query, k=args.k, mode=args.mode, rerank=choice.enabled, candidates=args.candidates,
-            fusion=args.fusion, fusion_weight=args.fusion_weight,
-        )
+        searcher = Searcher(args.index, db_url=args.db, reranker=choice.load() if choice.enabled else None,
+                            rerank_by_default=choice.enabled)
+        params = SearchParams(k=args.k, mode=args.mode, candidates=args.candidates, fusion=args.fusion,
+                              fusion_weight=args.fusion_weight)
+        result = searcher.search_detailed(args.query, params)
     except (IndexerError, SearchError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

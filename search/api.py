@@ -54,7 +54,8 @@ from search.api_models import (
     StatsResponse,
     TimingsOut,
 )
-from search.config import DEFAULT_K, MAX_K
+from search.errors import NoRerankerError
+from search.params import DEFAULT_K, MAX_K, SearchParams
 from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
 from search.searcher import Searcher
 from search.similarity import similarity_matrix
@@ -137,10 +138,6 @@ class Service:
         return cls(config, choice, choice.load())
 
     @property
-    def rerank_default(self) -> bool:
-        return self.choice.enabled and self.reranker is not None
-
-    @property
     def ready(self) -> bool:
         return self._searcher is not None
 
@@ -155,7 +152,8 @@ class Service:
             if self._searcher is not None:
                 return self._searcher
             try:
-                searcher = Searcher(self.config.index_dir, db_url=self.config.db_url, reranker=self.reranker)
+                searcher = Searcher(self.config.index_dir, db_url=self.config.db_url, reranker=self.reranker,
+                                    rerank_by_default=self.choice.enabled and self.reranker is not None)
             except (IndexerError, ValueError) as err:  # ValueError: a database URL without its password
                 if str(err) != str(self._problem) and not isinstance(err, IndexNotFoundError):
                     logger.warning("The index cannot be opened: %s", err)
@@ -243,23 +241,21 @@ def stats_of(service: Service) -> StatsResponse:
         modes=list(searcher.modes), built_at=figures.built_at, build_seconds=figures.build_seconds,
         build_id=figures.build_id,
         reranker=None if service.reranker is None else str(service.choice.path),
-        rerank_default=service.rerank_default,
+        rerank_default=searcher.rerank_by_default,
     )
 
 
 async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
     searcher = service.searcher()
-    rerank = service.rerank_default if request.rerank is None else request.rerank
-    if rerank and searcher.reranker is None:
+    try:
+        params = SearchParams(k=request.k, mode=request.mode, rerank=request.rerank, candidates=request.candidates,
+                              fusion=request.fusion, fusion_weight=request.fusion_weight)
+        searcher.reranks(params)
+        result = await _in_thread(service, functools.partial(searcher.search_detailed, request.q, params))
+    except NoRerankerError as err:
         raise ApiError(400, "no_reranker", (
             "rerank=true needs a reranker, and this server has none. Start it with "
-            "--rerank-model PATH (or SEMSEARCH_RERANKER=PATH), or search with rerank=false."))
-    call = functools.partial(
-        searcher.search_detailed, request.q, k=request.k, mode=request.mode, rerank=rerank,
-        candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
-    )
-    try:
-        result = await _in_thread(service, call)
+            "--rerank-model PATH (or SEMSEARCH_RERANKER=PATH), or search with rerank=false.")) from err
     except IndexerError as err:  # before ValueError: IndexMismatchError is both
         raise service.unavailable(err) from err
     except (ValueError, TypeError) as err:  # the Searcher's own checks: empty query, k > candidates

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from search.config import DEFAULT_K, MAX_K
 from search.fusion import FUSIONS
+from search.params import DEFAULT_K, MAX_K
 
 # A query or sentence longer than this is refused (422); the model reads 256 tokens of it anyway.
 MAX_QUERY_CHARS = 2000

@@ -2,38 +2,15 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
 from data.paths import PROJECT_ROOT
 from search.fusion import RRF_K, Fusion, check_fusion, check_fusion_weight, check_rrf_k
+from search.params import DEFAULT_K, MAX_K, MODES, SCREEN_K, check_count, check_mode
 
-MODES = ("dense", "bm25", "hybrid")
-# The most documents one search returns or reranks: past this, fetching and grouping passages
-# costs more than any page or metric uses (evaluation reads the top 100).
-MAX_K = 1000
-# How many documents a search returns when the caller does not say: one default for programs
-# (Python, the HTTP API, the evaluation), one for a person reading a screen (the CLI, the app).
-DEFAULT_K = 10
-SCREEN_K = 5
-
-
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}.")
-    return mode
-
-
-def check_count(name: str, value: object, maximum: int = MAX_K) -> int:
-    """`value` as an int in 1..maximum; a bool, float (2.5, nan, inf) or string is a TypeError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be a whole number between 1 and {maximum}, not {value!r} ({type(value).__name__})."
-        )
-    if not 1 <= value <= maximum:
-        raise ValueError(f"{name} ({value}) must be at least 1 and at most {maximum}.")
-    return int(value)
+__all__ = ["DEFAULT_K", "FUSION_WEIGHTS", "MAX_K", "MODES", "SCREEN_K", "RerankConfig", "SearchConfig",
+           "check_count", "check_mode", "shipped_reranker"]
 
 
 # The weight each fusion method gets when a search names the method but no weight: for the convex
@@ -44,7 +21,8 @@ FUSION_WEIGHTS = {"rrf": 0.5, "minmax": 0.5, "tmm": 0.8, "zscore": 0.4}
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """How a `Searcher` retrieves passages and turns them into document hits.
+    """How a `Searcher` retrieves passages and turns them into document hits: the server's
+    settings, and the defaults a `SearchParams` field left None takes.
 
     Passages are grouped so each document appears once, with its best passage.
     Each retriever (both, in hybrid) first returns its top `fusion_depth`
@@ -53,35 +31,24 @@ class SearchConfig:
     before. The depths tried never depend on k, so `search(q, k)[:j] ==
     search(q, j)` for every j <= k: raising k only appends.
 
-    `k` and `rerank_candidates` lie in 1..`MAX_K`. `auto_refresh` makes every
-    search (and `stats()`) first check, with one small SQL read, whether another
-    process committed a newer build, and load it, so the app, the API and the
-    CLI answer from the latest build.
-
-    `mode` is the retriever used when a search names none: "hybrid", because it
-    beats both parts on every dev set and on SciFact test (nDCG@10 0.732 against
-    0.667 dense and 0.674 BM25; recall@100 0.955 against 0.930 and 0.910;
-    BENCHMARKS.md, `bench_relevance`) for a few milliseconds of BM25 on top of
-    dense retrieval. `fusion` is how hybrid fuses
-    the two lists ("rrf", "minmax", "tmm" or "zscore"; `search.fusion`) and
+    `mode` is the retriever a search that names none runs. `fusion` is how hybrid
+    fuses the two lists ("rrf", "minmax", "tmm" or "zscore"; `search.fusion`) and
     `fusion_weight` the dense list's share, 0..1 (None: the method's
     `FUSION_WEIGHTS`). `second_passage_weight` adds that share of a document's
     second-best passage score (above the lowest score fetched) to its best.
-    The defaults, theoretical min-max at a dense share of 0.8 with a
-    second-passage share of 0.2 (and BM25's title written 3 times,
-    `indexer.bm25_store.TITLE_REPEATS`), were chosen together on three dev sets
-    of different kinds (`data.dev_sets`; bench/bench_relevance.py) as the setting
-    whose worst gain over the best single retriever, across the sets, is
-    largest; RRF loses to a single retriever on every set at some weight.
-    (tmm scales a cosine from -1, so the dense list's normalised scores spread
-    over a narrower range than BM25's: a dense share of 0.8 is less lopsided than
-    it reads.) `fusion_depth` (100) measured no better at 50, 200 or
-    400 on every set.
-    `rerank_candidates` is how many documents a reranker rescores; `rrf_k` is
-    the constant of reciprocal-rank fusion (60, as in Cormack et al. 2009).
+    `rerank_candidates` (1..`MAX_K`) is how many documents a reranker rescores;
+    `rrf_k` is the constant of reciprocal-rank fusion (60, as in Cormack et al. 2009).
+    `auto_refresh` makes every search (and `stats()`) first check, with one small
+    SQL read, whether another process committed a newer build, and load it, so the
+    app, the API and the CLI answer from the latest build.
+
+    The defaults (hybrid; theoretical min-max at a dense share of 0.8; a
+    second-passage share of 0.2; a fusion depth of 100) were chosen together on
+    three dev sets of different kinds, as the setting whose worst gain over the
+    best single retriever is largest: "Relevance: fusion and document scoring
+    chosen on dev sets" in BENCHMARKS.md, from bench/bench_relevance.py.
     """
 
-    k: int = DEFAULT_K
     fusion_depth: int = 100
     one_hit_per_document: bool = True
     mode: str = "hybrid"
@@ -93,7 +60,6 @@ class SearchConfig:
     auto_refresh: bool = True
 
     def __post_init__(self) -> None:
-        check_count("k", self.k)
         check_count("fusion_depth", self.fusion_depth)
         check_mode(self.mode)
         check_fusion(self.fusion)
@@ -110,8 +76,8 @@ class SearchConfig:
     def second_passage_for(self, mode: str, fusion: str) -> float:
         """The second-passage share a search in `mode` (fused by `fusion`, in hybrid) scores documents
         with: `second_passage_weight`, except 0 under RRF, whose scores sit about 1/(rrf_k + rank)^2
-        apart, so that any bonus of a passage's score would swamp its rank (the dev sweep: RRF with a
-        share of 0.1 lost 0.04 nDCG@10 and more on every set)."""
+        apart, so that any bonus of a passage's score would swamp its rank (the dev sweep in
+        BENCHMARKS.md)."""
         return 0.0 if mode == "hybrid" and fusion == "rrf" else self.second_passage_weight
 
     def fusion_for(self, method: str | None = None, weight: float | None = None) -> Fusion:
@@ -141,10 +107,9 @@ class RerankConfig:
     """How a `CrossEncoderReranker` scores candidates.
 
     `max_length` bounds query + passage tokens: the cost of reranking grows
-    with it, and the shipped 2-layer model reads 64 (its rerank_config.json),
-    which keeps 50 candidates within 300 ms p95 on two CPU cores where 128
-    took about 500 ms (BENCHMARKS.md); `quantize` runs the Linear layers in
-    int8 on the CPU (about twice as fast as float32 there).
+    with it, and a model's rerank_config.json may lower it (the shipped 2-layer
+    model reads 64; "Reranker" in BENCHMARKS.md). `quantize` runs the Linear
+    layers in int8 on the CPU.
     `retriever_weight` w fuses ranks: (1 - w) / (rrf_k + reranker rank) +
     w / (rrf_k + retriever rank); 0 keeps the reranker's order alone.
     `enabled_by_default` says whether the app, the CLI and the eval rerank with

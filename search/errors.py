@@ -11,6 +11,7 @@ __all__ = [
     "EmptyQueryError",
     "IndexNotFoundError",
     "IndexUnreadableError",
+    "NoRerankerError",
     "QueryTruncatedWarning",
     "SearchError",
 ]
@@ -22,6 +23,10 @@ class SearchError(Exception):
 
 class EmptyQueryError(SearchError, ValueError):
     """The query is empty or only whitespace."""
+
+
+class NoRerankerError(SearchError, ValueError):
+    """A search asked to rerank, and the searcher has no reranker."""
 
 
 class QueryTruncatedWarning(UserWarning):

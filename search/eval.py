@@ -25,14 +25,18 @@ from tqdm.auto import tqdm
 
 from data.beir import load_beir_qrels, load_beir_queries
 from indexer import IndexConfig, IndexerError, build_index
-from search.config import MODES, SHIPPED_RERANKER, RerankConfig, SearchConfig, check_mode
+from search.config import SHIPPED_RERANKER, RerankConfig, SearchConfig
 from search.errors import SearchError
-from search.fusion import FUSIONS, check_fusion, check_fusion_weight
+from search.fusion import FUSIONS
 from search.metrics import evaluate_rankings, percentile_ms
+from search.params import MODES, SearchParams
 from search.rerank import resolve_reranker
 from search.searcher import Searcher
 
 logger = logging.getLogger(__name__)
+
+# How deep each query is ranked: recall@100 reads the top 100.
+EVAL_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class EvalConfig:
     model: str | None = None
     db_url: str | None = None
     build: bool = False
-    depth: int = 100
+    depth: int = EVAL_DEPTH
     show_progress: bool = True
     mode: str | None = None
     rerank: bool | None = None
@@ -54,16 +58,17 @@ class EvalConfig:
     fusion_weight: float | None = None
 
     def __post_init__(self) -> None:
-        if self.fusion is not None:
-            check_fusion(self.fusion)
-        if self.fusion_weight is not None:
-            check_fusion_weight(self.fusion_weight)
         if self.depth < 100:
             raise ValueError(f"depth ({self.depth}) must be at least 100 for recall@100.")
-        if self.mode is not None:
-            check_mode(self.mode)
+        self.search_params()  # checks mode, candidates and fusion as every search does
         if self.candidates is not None and not 1 <= self.candidates <= self.depth:
             raise ValueError(f"candidates ({self.candidates}) must lie between 1 and the ranking depth ({self.depth}).")
+
+    def search_params(self) -> SearchParams:
+        """What every query asks: the top `depth`, in `mode`, fused as asked; whether to rerank is
+        the searcher's (`evaluate` gives it a reranker only when `resolve_reranker` says so)."""
+        return SearchParams(k=self.depth, mode=self.mode, candidates=self.candidates, fusion=self.fusion,
+                            fusion_weight=self.fusion_weight)
 
     @property
     def rerank_candidates(self) -> int:
@@ -95,42 +100,25 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
             )
         )
     reranker = choice.load() if choice.enabled else None
-    searcher = Searcher(config.index_dir, model=config.model, db_url=config.db_url, reranker=reranker)
-    return evaluate_searcher(
-        searcher,
-        queries,
-        qrels,
-        mode=config.mode,
-        depth=config.depth,
-        rerank=choice.enabled,
-        candidates=config.rerank_candidates,
-        show_progress=config.show_progress,
-        fusion=config.fusion,
-        fusion_weight=config.fusion_weight,
-    )
+    searcher = Searcher(config.index_dir, model=config.model, db_url=config.db_url, reranker=reranker,
+                        rerank_by_default=choice.enabled)
+    return evaluate_searcher(searcher, queries, qrels, config.search_params(), show_progress=config.show_progress)
 
 
 def evaluate_searcher(
     searcher: Searcher,
     queries: dict[str, str],
     qrels: dict[str, dict[str, int]],
-    mode: str | None = None,
-    depth: int = 100,
-    rerank: bool | None = None,
-    candidates: int | None = None,
+    params: SearchParams | None = None,
     show_progress: bool = False,
-    fusion: str | None = None,
-    fusion_weight: float | None = None,
 ) -> dict[str, float]:
     """Run every judged query through `searcher`; metrics plus latency per stage.
 
     Shared with the benchmarks in bench/, so they and this CLI measure the same
     thing: what `Searcher.search_detailed` returns, as the app and the API get it.
+    `params` defaults to the top `EVAL_DEPTH` with the searcher's settings.
     """
-    rankings, stages = run_queries(
-        searcher, queries, list(qrels), mode=mode, depth=depth, rerank=rerank, candidates=candidates,
-        show_progress=show_progress, fusion=fusion, fusion_weight=fusion_weight,
-    )
+    rankings, stages = run_queries(searcher, queries, list(qrels), params, show_progress=show_progress)
     metrics = evaluate_rankings(rankings, qrels)
     for stage, seconds in stages.items():
         prefix = f"latency_{stage}_" if stage else "latency_"
@@ -144,25 +132,20 @@ def run_queries(
     searcher: Searcher,
     queries: dict[str, str],
     qids: list[str],
-    mode: str | None = None,
-    depth: int = 100,
-    rerank: bool | None = None,
-    candidates: int | None = None,
+    params: SearchParams | None = None,
     show_progress: bool = False,
-    fusion: str | None = None,
-    fusion_weight: float | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, list[float]]]:
-    """The ranked document ids of each query (its top `depth`), and the seconds per stage per query.
+    """The ranked document ids of each query (its top `params.k`, default `EVAL_DEPTH`), and the
+    seconds per stage per query.
 
     Stage "" is the whole `search_detailed` call. When reranking, the top
-    `candidates` are reranked and the rest of the `depth` keep the retriever's
-    order (`keep_tail=True`).
+    `candidates` are reranked and the rest of the ranking keeps the retriever's
+    order (`keep_tail`, always on here).
     """
+    asked = replace(params or SearchParams(k=EVAL_DEPTH), keep_tail=True)
+
     def search(text: str):
-        return searcher.search_detailed(
-            text, k=depth, mode=mode, rerank=rerank, candidates=candidates, keep_tail=True,
-            fusion=fusion, fusion_weight=fusion_weight,
-        )
+        return searcher.search_detailed(text, asked)
 
     if qids:
         search(queries[qids[0]])  # warm-up (model, reranker, caches), not timed

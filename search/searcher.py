@@ -11,17 +11,25 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from indexer.index import Index, IndexStats
 from indexer.model_spec import ModelSpec
-from search.config import SearchConfig, check_count
+from search.config import SearchConfig
 from search.documents import rank_in_rounds
-from search.errors import EmptyQueryError
+from search.errors import EmptyQueryError, NoRerankerError
 from search.hits import Hit, SearchResult, StageTimings
+from search.params import SearchParams
 from search.rerank import Reranker
-from search.retrieve import HybridRetriever, Query, Retriever, choose_mode, retrievers_for
+from search.retrieve import (
+    HybridRetriever,
+    ModeChoice,
+    Query,
+    Retriever,
+    choose_mode,
+    retrievers_for,
+)
 
 __all__ = ["MODEL_LOADING", "IndexStats", "LoadedBuild", "ModelLoad", "Searcher"]
 
@@ -116,6 +124,10 @@ class Searcher:
     needs it, which waits, so a BM25-only tool never imports torch. With either, a
     model that cannot load raises its error from every search that needs it, while
     BM25 searches keep working; `wait_for_model` waits for it.
+
+    `rerank_by_default` is whether a search that does not say reranks with `reranker`
+    (default: whenever there is one). The app, the CLI, the API and the evaluation
+    pass `resolve_reranker`'s decision.
     """
 
     def __init__(
@@ -126,9 +138,13 @@ class Searcher:
         config: SearchConfig | None = None,
         reranker: Reranker | None = None,
         model_loading: str = "eager",
+        rerank_by_default: bool | None = None,
     ) -> None:
+        if rerank_by_default and reranker is None:
+            raise ValueError("rerank_by_default=True needs a reranker; pass reranker=CrossEncoderReranker(PATH).")
         self.config = config or SearchConfig()
         self.reranker = reranker
+        self.rerank_by_default = reranker is not None if rerank_by_default is None else rerank_by_default
         self.index = Index.open(index_dir, db_url=db_url)
         self.index_dir = self.index.index_dir
         try:
@@ -213,84 +229,58 @@ class Searcher:
     def close(self) -> None:
         self.index.close()
 
-    def search(
-        self,
-        query: str,
-        k: int | None = None,
-        mode: str | None = None,
-        rerank: bool | None = None,
-        candidates: int | None = None,
-        fusion: str | None = None,
-        fusion_weight: float | None = None,
-    ) -> list[Hit]:
-        """The k best documents for `query`, each with its best-matching passage.
+    def params(self, params: SearchParams | None = None, **fields: object) -> SearchParams:
+        """`params` (default: `SearchParams()`) with `fields` replaced, checked."""
+        if params is None:
+            return SearchParams(**fields)  # type: ignore[arg-type]
+        return replace(params, **fields) if fields else params
 
-        `mode` is "dense", "bm25" or "hybrid" (default `config.mode`). `rerank`
-        defaults to whether the Searcher was given a reranker; when reranking, the
-        retriever's top `candidates` documents (default `config.rerank_candidates`)
-        are rescored and the best k kept. `k` and `candidates` lie in 1..MAX_K (1000).
-        `fusion` ("rrf", "minmax", "tmm" or "zscore") and `fusion_weight` (the dense
-        list's share, 0..1) say how hybrid fuses its two lists (default
-        `config.fusion_for()`); other modes check and ignore them. The top k never
-        depends on k: `search(q, k=5) == search(q, k=30)[:5]`.
-        """
-        return self.search_detailed(
-            query, k, mode, rerank, candidates, fusion=fusion, fusion_weight=fusion_weight
-        ).hits
-
-    def search_detailed(
-        self,
-        query: str,
-        k: int | None = None,
-        mode: str | None = None,
-        rerank: bool | None = None,
-        candidates: int | None = None,
-        keep_tail: bool = False,
-        fusion: str | None = None,
-        fusion_weight: float | None = None,
-    ) -> SearchResult:
-        """`search`, plus the mode that ran, how many candidates were reranked and per-stage timings.
-
-        With `keep_tail`, reranking rescores the top `candidates` of the top k
-        documents and the rest follow in the retriever's order, so k may exceed
-        `candidates`: how the evaluation ranks 100 documents while reranking 50.
-        Every argument is checked before anything is retrieved.
-        """
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a string, not {type(query).__name__}.")
-        k = check_count("k", self.config.k if k is None else k)
-        candidates = check_count("candidates", self.config.rerank_candidates if candidates is None else candidates)
-        fused_by = self.config.fusion_for(fusion, fusion_weight)
-        if rerank is None:
-            rerank = self.reranker is not None
-        reranker = self.reranker if rerank else None
-        if rerank and reranker is None:
-            raise ValueError(
+    def reranks(self, params: SearchParams) -> bool:
+        """The one rule for whether a search reranks: what it asks, else `rerank_by_default`.
+        Asking without a reranker raises `NoRerankerError`."""
+        rerank = self.rerank_by_default if params.rerank is None else params.rerank
+        if rerank and self.reranker is None:
+            raise NoRerankerError(
                 "rerank=True needs a reranker, and this Searcher has none. Create it with "
                 "Searcher(index, reranker=CrossEncoderReranker(PATH)) (--rerank-model PATH "
                 "on the command line), or search with rerank=False."
             )
-        if rerank and k > candidates and not keep_tail:
+        return rerank
+
+    def search(self, query: str, params: SearchParams | None = None, **fields: object) -> list[Hit]:
+        """The k best documents for `query`, each with its best-matching passage.
+
+        `params` says what to search for (`SearchParams`: k, mode, rerank, candidates,
+        fusion, fusion_weight); keyword `fields` build or override one, so
+        `search(q, k=5, mode="bm25")` works too. A field left None takes this
+        searcher's setting: `config.mode`, `config.rerank_candidates`,
+        `config.fusion_for()`, `rerank_by_default`. The top k never depends on k:
+        `search(q, k=5) == search(q, k=30)[:5]`.
+        """
+        return self.search_detailed(query, params, **fields).hits
+
+    def search_detailed(self, query: str, params: SearchParams | None = None, **fields: object) -> SearchResult:
+        """`search`, plus the mode that ran, how many candidates were reranked and per-stage timings.
+        Every field is checked before anything is retrieved."""
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a string, not {type(query).__name__}.")
+        params = self.params(params, **fields)
+        k = params.k
+        candidates = self.config.rerank_candidates if params.candidates is None else params.candidates
+        fused_by = self.config.fusion_for(params.fusion, params.fusion_weight)
+        reranker = self.reranker if self.reranks(params) else None
+        if reranker is not None and k > candidates and not params.keep_tail:
             raise ValueError(
                 f"k ({k}) is greater than candidates ({candidates}); raise --candidates or lower k."
             )
         text = query.strip()
         if not text:
             raise EmptyQueryError("The query is empty. Type a few words to search for.")
-        if self.config.auto_refresh:
-            self.refresh()
-        loaded = self._loaded
-        loading = self._model.loading
-        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir, model_ready=not loading)
-        # Logged once: an index without BM25 stays so until repaired; a loading model passes.
-        if choice.fallback_reason is not None and not self._warned_fallback and not loading:
-            self._warned_fallback = True
-            logger.warning("%s", choice.fallback_reason)
-
+        loaded, choice = self._choose(params.mode)
         model = None if choice.mode == "bm25" else self.model  # may wait for it; BM25 never encodes
         started = time.perf_counter()
         request = Query(text, model)
-        depth = (max(k, candidates) if keep_tail else candidates) if reranker is not None else k
+        depth = (max(k, candidates) if params.keep_tail else candidates) if reranker is not None else k
         retriever = loaded.retrievers[choice.mode]
         if isinstance(retriever, HybridRetriever):
             retriever = retriever.with_fusion(fused_by)
@@ -312,6 +302,19 @@ class Searcher:
             fallback_reason=choice.fallback_reason,
             stats=loaded.stats,
         )
+
+    def _choose(self, mode: str | None) -> tuple[LoadedBuild, ModeChoice]:
+        """The newest build (with auto_refresh) and the mode a search asking `mode` runs in it."""
+        if self.config.auto_refresh:
+            self.refresh()
+        loaded = self._loaded
+        loading = self._model.loading
+        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir, model_ready=not loading)
+        # Logged once: an index without BM25 stays so until repaired; a loading model passes.
+        if choice.fallback_reason is not None and not self._warned_fallback and not loading:
+            self._warned_fallback = True
+            logger.warning("%s", choice.fallback_reason)
+        return loaded, choice
 
     def _retrieve_hits(self, loaded: LoadedBuild, retriever: Retriever, query: Query, k: int,
                        second_passage_weight: float) -> list[Hit]:

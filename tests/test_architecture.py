@@ -123,7 +123,7 @@ def test_the_default_k_is_defined_once_for_programs_and_once_for_the_screen():
     pattern = re.compile(r"(\bk: int = \d|\bk: Annotated\[int.*\] = \d|\"-k\".*default=\d|\bk: int = Field\(\d)")
     # The surfaces that take a search's k; metrics@10 and calibration@10 are other k's.
     surfaces = ("search.api", "search.api_models", "search.__main__", "search.eval", "search.config",
-                "search.searcher", "app", "ui.")
+                "search.params", "search.searcher", "app", "ui.")
     for name, path in product_modules().items():
         if not name.startswith(surfaces):
             continue
@@ -132,7 +132,7 @@ def test_the_default_k_is_defined_once_for_programs_and_once_for_the_screen():
                 definitions.append(name)
             if pattern.search(line):
                 literals.append(f"{name}: {line.strip()}")
-    assert sorted(definitions) == ["search.config", "search.config"]
+    assert sorted(definitions) == ["search.params", "search.params"]
     assert literals == [], "a default k written as a number instead of DEFAULT_K or SCREEN_K"
 
 
@@ -154,3 +154,32 @@ def test_the_rrf_constant_is_checked_in_one_place():
     checks = [name for name, path in product_modules().items()
               if "must not be negative; Cormack" in path.read_text(encoding="utf-8")]
     assert checks == ["search.fusion"]
+
+
+def test_whether_a_search_reranks_is_decided_in_one_place():
+    """`resolve_reranker` decides which reranker a process offers and whether it is on by default;
+    `Searcher.reranks` decides each search (asked, else that default). No surface decides again."""
+    import re
+
+    rule = re.compile(r"rerank\b[^=\n]* is None|if rerank is None|enabled_by_default\)")
+    deciders = sorted(name for name, path in product_modules().items()
+                      if rule.search(path.read_text(encoding="utf-8")))
+    assert deciders == ["search.rerank", "search.searcher"], deciders
+
+
+def test_all_sql_is_written_in_the_sql_store():
+    """SQLAlchemy is imported by the tables (`indexer.schema`) and the store that queries them;
+    everything else calls the store's named functions."""
+    importers, queries = [], []
+    for name, path in product_modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(module.split(".")[0] == "sqlalchemy" for module in modules):
+                    importers.append(name)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                    "select", "delete", "insert", "update", "text"):
+                queries.append(name)
+    assert sorted(set(importers)) == ["indexer.schema", "indexer.sql_store"], importers
+    assert sorted(set(queries)) == ["indexer.sql_store"], queries

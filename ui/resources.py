@@ -71,7 +71,7 @@ def load_searcher(folder: str, reranker: str | None, loading: str) -> Searcher:
         offered = BackgroundReranker(choice)
     else:  # reranking from the first search on: its errors show at once
         offered = choice.load()
-    return Searcher(folder, reranker=offered, model_loading=loading)
+    return Searcher(folder, reranker=offered, model_loading=loading, rerank_by_default=choice.enabled)
 
 
 def searcher_for(folder: Path) -> Searcher:

@@ -23,8 +23,8 @@ from search import (
     SearchResult,
     similarity_matrix,
 )
-from search.config import SCREEN_K
 from search.fusion import FUSIONS
+from search.params import SCREEN_K, SearchParams
 from ui.background_build import BackgroundBuild, BuildStatus
 from ui.highlight import escape_markdown, escape_name, passage_markdown, snippet_markdown
 from ui.resources import (
@@ -140,11 +140,8 @@ def search_page(folder: Path) -> None:
     stats_area = st.container()  # filled last, with the figures of the build that answered
     query_controls(searcher, choice)
     query: str = st.session_state.query
-    mode: str = st.session_state.mode
-    keep_in_link(query, mode, int(st.session_state.k))
-    result = run_search(searcher, query, int(st.session_state.k), mode,
-                        searcher.reranker is not None and bool(st.session_state.rerank),
-                        st.session_state.get("fusion"), st.session_state.get("fusion_weight"))
+    keep_in_link(query, st.session_state.mode, int(st.session_state.k))
+    result = run_search(searcher, query, asked_params(searcher))
     if result is not None and result.stats is not None:
         stats = result.stats
     show_stats(stats_area, stats)
@@ -207,6 +204,8 @@ def query_controls(searcher: Searcher, choice) -> None:
     if st.session_state.mode == "hybrid":
         fusion_controls(searcher, options[0])
     if searcher.reranker is not None:
+        if "rerank" not in st.session_state:
+            st.session_state.rerank = searcher.rerank_by_default
         options[1].toggle(
             "Rerank",
             key="rerank",
@@ -313,24 +312,29 @@ def fusion_controls(searcher: Searcher, area) -> None:
                  key="fusion_weight", on_change=remember, help="0 ranks by BM25 alone, 1 by dense alone.")
 
 
-def run_search(searcher: Searcher, query: str, k: int, mode: str, rerank: bool,
-               fusion: str | None = None, fusion_weight: float | None = None) -> SearchResult | None:
-    """The search the page asks for, or None (with a message) when there is nothing to show.
+def asked_params(searcher: Searcher) -> SearchParams:
+    """The search the controls ask for. The default mode is passed as no mode, so the Searcher's
+    rule for an index without BM25 applies (it runs dense and says why); the page shows its reason."""
+    state = st.session_state
+    hybrid = state.mode == "hybrid"
+    return SearchParams(
+        k=int(state.k),
+        mode=None if state.mode == DEFAULT_MODE else state.mode,
+        rerank=bool(state.rerank) if searcher.reranker is not None else None,
+        fusion=state.get("fusion") if hybrid else None,
+        fusion_weight=state.get("fusion_weight") if hybrid else None,
+    )
 
-    The default mode is passed as no mode, so the Searcher's rule for an index
-    without BM25 applies (it runs dense and says why); the page shows its reason.
-    """
+
+def run_search(searcher: Searcher, query: str, params: SearchParams) -> SearchResult | None:
+    """The search the page asks for, or None (with a message) when there is nothing to show."""
     if not query:
         st.info(f"Type a question or a few words, for example: *{EXAMPLE_QUERY}*.")
         return None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", QueryTruncatedWarning)
         try:
-            hybrid = mode == "hybrid"
-            result = searcher.search_detailed(
-                query, k, mode=None if mode == DEFAULT_MODE else mode, rerank=rerank,
-                fusion=fusion if hybrid else None, fusion_weight=fusion_weight if hybrid else None,
-            )
+            result = searcher.search_detailed(query, params)
         except EmptyQueryError as err:
             st.warning(str(err))
             return None

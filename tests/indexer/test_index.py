@@ -148,8 +148,8 @@ def test_searcher_answers_from_its_build_and_after_refresh_from_the_new_one(corp
     cfg = config(corpus, index_dir, tiny_model)
     build_index(cfg)
     model = load_bi_encoder(tiny_model)
-    stale = Searcher(index_dir, config=SearchConfig(auto_refresh=False, k=10))
-    live = Searcher(index_dir, config=SearchConfig(k=10))
+    stale = Searcher(index_dir, config=SearchConfig(auto_refresh=False))
+    live = Searcher(index_dir)
     for round_ in range(2):
         ids = stale.index.snapshot().vectors.ids()
         removed = doc_of_highest_passage(stale.index, ids)

@@ -8,6 +8,7 @@ from data.beir import load_beir_queries
 from indexer import IndexConfig, build_index
 from search import CrossEncoderReranker, Searcher
 from search.eval import EvalConfig, evaluate, evaluate_searcher, main, run_queries
+from search.params import SearchParams
 
 
 @pytest.fixture()
@@ -92,7 +93,7 @@ def test_eval_reranked_run_is_search_detailed_with_keep_tail(tiny_beir, tmp_path
     reranker = CrossEncoderReranker(tiny_cross_encoder)
     searcher = Searcher(index, reranker=reranker)
     queries = load_beir_queries(tiny_beir)
-    rankings, stages = run_queries(searcher, queries, ["q1", "q2"], depth=100, rerank=True, candidates=2)
+    rankings, stages = run_queries(searcher, queries, ["q1", "q2"], SearchParams(k=100, rerank=True, candidates=2))
     for qid in ("q1", "q2"):
         detailed = searcher.search_detailed(queries[qid], k=100, rerank=True, candidates=2, keep_tail=True)
         assert detailed.reranked == 2 and len(detailed.hits) == 3
@@ -101,10 +102,10 @@ def test_eval_reranked_run_is_search_detailed_with_keep_tail(tiny_beir, tmp_path
         plain = searcher.search_detailed(queries[qid], k=100, rerank=False).hits
         assert rankings[qid] == [hit.doc_id for hit in reranker.rerank(queries[qid], plain[:2]) + plain[2:]]
     assert all(seconds > 0 for seconds in stages["rerank"]) and len(stages[""]) == 2
-    unreranked, stages = run_queries(searcher, queries, ["q1"], rerank=False)
+    unreranked, stages = run_queries(searcher, queries, ["q1"], SearchParams(k=100, rerank=False))
     assert unreranked["q1"] == [hit.doc_id for hit in searcher.search("volcanic eruption", k=100, rerank=False)]
     assert stages["rerank"] == [0.0]
-    metrics = evaluate_searcher(searcher, queries, {"q1": {"d1": 1}}, rerank=True, candidates=2)
+    metrics = evaluate_searcher(searcher, queries, {"q1": {"d1": 1}}, SearchParams(k=100, rerank=True, candidates=2))
     assert metrics["latency_rerank_p50_ms"] > 0 and metrics["queries"] == 1
 
 
@@ -124,7 +125,7 @@ def test_eval_passes_fusion_through(tiny_beir, tmp_path, tiny_model, capsys):
     build_index(IndexConfig(source=tiny_beir, index_dir=index, model=tiny_model, show_progress=False))
     searcher = Searcher(index)
     queries = load_beir_queries(tiny_beir)
-    rankings, _ = run_queries(searcher, queries, ["q1", "q2"], fusion="minmax", fusion_weight=0.0)
+    rankings, _ = run_queries(searcher, queries, ["q1", "q2"], SearchParams(k=100, fusion="minmax", fusion_weight=0.0))
     for qid in ("q1", "q2"):
         expected = searcher.search(queries[qid], k=100, fusion="minmax", fusion_weight=0.0)
         assert rankings[qid] == [hit.doc_id for hit in expected]

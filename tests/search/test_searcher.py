@@ -11,6 +11,7 @@ from search import (
     QueryTruncatedWarning,
     SearchConfig,
     Searcher,
+    SearchParams,
 )
 
 
@@ -67,7 +68,7 @@ def test_bad_k_and_type(real_index):
     with pytest.raises(TypeError, match="query must be a string, not int"):
         searcher.search(42)
     with pytest.raises(ValueError, match=r"k \(0\) must be at least 1"):
-        SearchConfig(k=0)
+        SearchParams(k=0)
 
 
 def test_over_long_query_is_truncated_with_a_warning(real_index):
@@ -208,7 +209,10 @@ def test_k_and_candidates_are_checked_before_anything_is_retrieved(tiny_index, n
     with pytest.raises(error, match=rf"^{name} {message}"):
         searcher.search_detailed("bread", **{name: value})
     with pytest.raises(error, match=message):
-        SearchConfig(**{"k" if name == "k" else "rerank_candidates": value})
+        SearchParams(**{name: value})
+    if name == "candidates":
+        with pytest.raises(error, match=message):
+            SearchConfig(rerank_candidates=value)
 
 
 def test_largest_k_is_allowed(tiny_index):

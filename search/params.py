@@ -1,0 +1,77 @@
+"""`SearchParams`: what one search asks for, checked once, and the limits it must keep within.
+
+The HTTP API, `python -m search`, the evaluation and the app each build one from
+their own input and hand it to `Searcher.search`; none of them keeps a default
+of its own. A field left None takes the searcher's setting (`SearchConfig` for
+mode, candidates and fusion; `Searcher.rerank_by_default` for rerank).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from search.fusion import check_fusion, check_fusion_weight
+
+MODES = ("dense", "bm25", "hybrid")
+# The most documents one search returns or reranks: past this, fetching and grouping passages
+# costs more than any page or metric uses (evaluation reads the top 100).
+MAX_K = 1000
+# How many documents a search returns when the caller does not say: one default for programs
+# (Python, the HTTP API, the evaluation), one for a person reading a screen (the CLI, the app).
+DEFAULT_K = 10
+SCREEN_K = 5
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"Unknown mode {mode!r}. Valid: {', '.join(MODES)}.")
+    return mode
+
+
+def check_count(name: str, value: object, maximum: int = MAX_K) -> int:
+    """`value` as an int in 1..maximum; a bool, float (2.5, nan, inf) or string is a TypeError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be a whole number between 1 and {maximum}, not {value!r} ({type(value).__name__})."
+        )
+    if not 1 <= value <= maximum:
+        raise ValueError(f"{name} ({value}) must be at least 1 and at most {maximum}.")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """One search request. Constructing it checks every field, so a bad value fails before
+    anything is retrieved, with the same message on every surface.
+
+    `k` documents come back (1..`MAX_K`). `mode` is "dense", "bm25" or "hybrid".
+    `rerank` says whether the searcher's cross-encoder rescores the retriever's top
+    `candidates` documents (1..`MAX_K`). `fusion` ("rrf", "minmax", "tmm", "zscore")
+    and `fusion_weight` (the dense list's share, 0..1) say how hybrid fuses its two
+    lists; other modes check and ignore them. With `keep_tail`, reranking rescores
+    the top `candidates` of the top k and the rest follow in the retriever's order,
+    so k may exceed `candidates` (how the evaluation ranks 100 documents while
+    reranking 50); without it, a reranked k above `candidates` is refused.
+    """
+
+    k: int = DEFAULT_K
+    mode: str | None = None
+    rerank: bool | None = None
+    candidates: int | None = None
+    fusion: str | None = None
+    fusion_weight: float | None = None
+    keep_tail: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", check_count("k", self.k))
+        if self.mode is not None:
+            check_mode(self.mode)
+        if self.rerank is not None and not isinstance(self.rerank, bool):
+            raise TypeError(f"rerank must be True, False or None, not {self.rerank!r}.")
+        if self.candidates is not None:
+            object.__setattr__(self, "candidates", check_count("candidates", self.candidates))
+        if self.fusion is not None:
+            check_fusion(self.fusion)
+        if self.fusion_weight is not None:
+            check_fusion_weight(self.fusion_weight)
