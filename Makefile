@@ -35,8 +35,8 @@ $(DEMO_CORPUS): data/demo_corpus.py | $(STAMP)
 	$(PY) -m data.demo_corpus --out $(DEMO_CORPUS)
 
 # A stamp, not index.json: an upload into a missing index also creates index.json. A demo index
-# of an older storage format (indexer/schema.py changed) is rebuilt afresh rather than refused.
-$(DEMO_STAMP): $(DEMO_CORPUS) indexer/schema.py
+# of an older storage format (indexer/store/schema.py changed) is rebuilt afresh rather than refused.
+$(DEMO_STAMP): $(DEMO_CORPUS) indexer/store/schema.py
 	$(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX) \
 		|| $(PY) -m indexer build --source $(DEMO_CORPUS) --index $(DEMO_INDEX) --rebuild
 	touch $@
@@ -49,7 +49,7 @@ demo-index: $(DEMO_STAMP)
 # stamp when done; an interrupted build resumes there next time.
 run: $(STAMP) $(DEMO_CORPUS)
 	@if [ "$$SEMSEARCH_INDEX" != "$(abspath $(DEMO_INDEX))" ] || { [ -e $(DEMO_STAMP) ] \
-			&& [ $(DEMO_STAMP) -nt $(DEMO_CORPUS) ] && [ $(DEMO_STAMP) -nt indexer/schema.py ]; }; \
+			&& [ $(DEMO_STAMP) -nt $(DEMO_CORPUS) ] && [ $(DEMO_STAMP) -nt indexer/store/schema.py ]; }; \
 		then build=""; \
 		else build="$(abspath $(DEMO_CORPUS))"; fi; \
 	SEMSEARCH_BUILD_SOURCE="$$build" SEMSEARCH_BUILD_STAMP="$(abspath $(DEMO_STAMP))" \

@@ -1,6 +1,6 @@
 """Where exact search stops being fast enough, and what approximate indexes cost in recall.
 
-Part 1 (sets `indexer.ann.EXACT_MAX_PASSAGES`): single-query search latency, one OpenMP thread
+Part 1 (sets `indexer.store.ann.EXACT_MAX_PASSAGES`): single-query search latency, one OpenMP thread
 as the app searches, k = 100 (the retrievers' fusion depth), of the exact index the app builds
 (`IndexIDMap2(IndexFlatIP)`) against its peer, the IVF,SQ8 index `ann.resolve` picks above the
 threshold, at each size, the two taking turns query by query so both see the same load. The
@@ -41,7 +41,7 @@ import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench.record import markdown_table, record  # noqa: E402
-from indexer import ann  # noqa: E402
+from indexer.store import ann  # noqa: E402
 
 DIM = 384
 DEPTH = 100  # the dense retriever asks for SearchConfig.fusion_depth candidates

@@ -27,7 +27,7 @@ from bench.record import markdown_table, record
 from data.beir import iter_beir_corpus
 from data.paths import shared_data_dir
 from indexer import Index, IndexConfig, build_index, passage_text
-from indexer.build import embedded_title
+from indexer.build.pipeline import embedded_title
 from indexer.embedding import load_bi_encoder
 
 

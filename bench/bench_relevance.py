@@ -7,11 +7,11 @@ One run, three parts:
    and BM25 passage lists are fetched once, deep, through the searcher's own
    retrievers; every (fusion method, weight, second-passage weight) is then
    ranked from them by the searcher's own functions (`Fusion.fuse`,
-   `search.documents.rank_in_rounds`), so the sweep ranks exactly as
+   `search.document_ranking.rank_in_rounds`), so the sweep ranks exactly as
    `Searcher.search` would, without re-encoding each query per setting. The
    default is the setting whose worst gain over the best single retriever,
    across the dev sets, is largest: good on all of them rather than best on one.
-2. **BM25 title weight** (`indexer.bm25_store.TITLE_REPEATS`): BM25 stores
+2. **BM25 title weight** (`indexer.store.bm25_store.TITLE_REPEATS`): BM25 stores
    built here, outside the index, over the same passages with the title
    written 0 to 5 times (`bm25_document`); BM25 alone and the default hybrid
    over each. The count is chosen with the fusion in part 1: the sweep runs
@@ -44,10 +44,10 @@ from data.beir import load_beir_qrels, load_beir_queries
 from data.dev_sets import DEV_SETS, DevSet, build_dev_sets, load_dev_sets
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
-from indexer.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
+from indexer.store.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
 from search import Searcher, SearchParams, resolve_reranker
 from search.config import SearchConfig
-from search.documents import rank_in_rounds
+from search.document_ranking import rank_in_rounds
 from search.eval import evaluate_searcher
 from search.fusion import FUSIONS, NORMALISATIONS, Fusion
 from search.metrics import evaluate_rankings, judged_queries, ndcg_at_k

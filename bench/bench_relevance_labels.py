@@ -31,9 +31,9 @@ from bench.record import markdown_table, record
 from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries
 from data.dev_sets import DEV_SETS, build_dev_sets, load_dev_sets
 from data.paths import PROJECT_ROOT, shared_data_dir
-from indexer.chunking import split_into_passages
 from indexer.embedding import encode_texts, load_bi_encoder
-from indexer.passage_text import passage_text
+from indexer.sources.chunking import split_into_passages
+from indexer.sources.passage_text import passage_text
 
 PERCENTILES = (5, 10, 25, 50, 75, 90)
 # The set the shipped cut points come from; its BENCHMARKS.md block keeps its name.

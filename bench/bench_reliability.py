@@ -50,9 +50,9 @@ import numpy as np  # noqa: E402
 
 from bench.record import markdown_table, record  # noqa: E402
 from indexer import Index, IndexConfig, IndexerError, build_index  # noqa: E402
-from indexer.build import embedded_title  # noqa: E402
+from indexer.build.pipeline import embedded_title  # noqa: E402
 from indexer.embedding import encode_texts, load_bi_encoder  # noqa: E402
-from indexer.passage_text import passage_text  # noqa: E402
+from indexer.sources.passage_text import passage_text  # noqa: E402
 
 PG_URL = os.environ.get("SEMSEARCH_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 STAGES = ["reading", "embedding", "writing BM25", "writing vectors", "before commit", "after commit"]
@@ -136,7 +136,7 @@ def make_tiny_model(out: Path) -> Path:
 @contextlib.contextmanager
 def ids_reused() -> Iterator[None]:
     """Create tables as before the fix: SQLite without AUTOINCREMENT hands deleted ids out again."""
-    from indexer.schema import DocumentRow, PassageRow
+    from indexer.store.schema import DocumentRow, PassageRow
 
     options = [t.dialect_options["sqlite"]._non_defaults for t in (DocumentRow.__table__, PassageRow.__table__)]
     for opts in options:
@@ -169,9 +169,9 @@ def install_stage_hook(stage: str) -> None:
     import bm25s
     import faiss
 
-    import indexer.build as build_module
-    import indexer.build_loop as build_loop
-    from indexer.transaction import BuildTransaction
+    import indexer.build.loop as build_loop
+    import indexer.build.pipeline as build_module
+    from indexer.store.transaction import WriteTransaction
 
     def pause() -> None:
         print(f"STAGE {stage}", flush=True)
@@ -199,7 +199,7 @@ def install_stage_hook(stage: str) -> None:
     elif stage == "writing vectors":  # the FAISS temp file is written, not yet renamed
         faiss.write_index = after(faiss.write_index)
     elif stage == "before commit":  # both files in place, the SQL transaction still open
-        BuildTransaction.commit = after(BuildTransaction.commit)
+        WriteTransaction.commit = after(WriteTransaction.commit)
     elif stage == "after commit":  # committed; the previous build's files not yet removed
         Index._remove_stale_files = before(Index._remove_stale_files)
     else:
@@ -245,8 +245,8 @@ def index_state(index_dir: Path, db_url: str | None) -> tuple[str, dict[str, str
     """(build id, doc id -> text, the first disagreement of the id sets or None)."""
     from sqlalchemy import select
 
-    from indexer.schema import PassageRow
-    from indexer.sql_store import make_engine
+    from indexer.store.schema import PassageRow
+    from indexer.store.sql_store import make_engine
 
     with Index.open(index_dir, db_url, use_gpu=False) as index:
         snap = index.snapshot()

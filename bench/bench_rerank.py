@@ -196,7 +196,7 @@ training pairs, runs the command below, then evaluates). The training command it
 Data, all available here and none from SciFact test:
 - `runs/reranker/scifact_train_pairs.jsonl`: the SciFact train qrels positives (BEIR SciFact,
   `qrels/train.tsv`) of all train queries but {args.dev_queries} held out as dev (seed {args.seed}),
-  passages as `indexer.passage_text(title, text)` (title, newline, text); {args.negatives_per_query} negatives per query sampled from the top
+  passages as `indexer.sources.passage_text(title, text)` (title, newline, text); {args.negatives_per_query} negatives per query sampled from the top
   {args.negatives_depth} hybrid (BM25 + all-MiniLM-L6-v2) hits of `indexes/scifact` that are not positives;
 - `scifact/corpus.jsonl`: {args.corpus_documents} documents of the SciFact corpus as self-supervised
   title -> abstract and inverse-cloze pairs, with BM25 negatives from the same documents.

@@ -60,7 +60,7 @@ from data.dev_sets import (
 from data.paths import PROJECT_ROOT, shared_data_dir
 from data.raw_text import iter_jsonl, iter_wikiextractor
 from indexer import IndexConfig, build_index, passage_text
-from indexer.bm25_store import bm25_terms
+from indexer.store.bm25_store import bm25_terms
 from search import Searcher
 from search.config import SHIPPED_RERANKER, RerankConfig
 from search.hits import Hit

@@ -97,7 +97,7 @@ def step_ingest(index_dir: str, corpus: str, embeddings: str) -> dict:
     import shutil
 
     from indexer import IndexConfig, build_index
-    from indexer.ann import VectorIndexConfig
+    from indexer.store.ann import VectorIndexConfig
 
     shutil.rmtree(index_dir, ignore_errors=True)  # a fresh ingest every run
     started = time.perf_counter()
@@ -110,7 +110,7 @@ def step_ingest(index_dir: str, corpus: str, embeddings: str) -> dict:
 
 def step_convert(index_dir: str, corpus: str, embeddings: str, variant: str) -> dict:
     from indexer import IndexConfig, build_index
-    from indexer.ann import VectorIndexConfig
+    from indexer.store.ann import VectorIndexConfig
 
     started = time.perf_counter()
     report = build_index(IndexConfig(source=Path(corpus), index_dir=Path(index_dir), embeddings=Path(embeddings),
@@ -120,7 +120,7 @@ def step_convert(index_dir: str, corpus: str, embeddings: str, variant: str) -> 
 
 def step_add(index_dir: str, extra: str, merge: bool) -> dict:
     from indexer import IndexConfig, build_index
-    from indexer.segments import SegmentPolicy
+    from indexer.store.segments import SegmentPolicy
 
     policy = SegmentPolicy(min_base_passages=10**12) if merge else SegmentPolicy()
     started = time.perf_counter()
@@ -275,10 +275,10 @@ def _disk_mb(index_dir: Path) -> tuple[float, float]:
 
 def real_recall(config: ScaleBenchConfig, queries: Path) -> str:
     """recall@10 against exact search on the real MiniLM vectors alone, with real query vectors,
-    for each type as the build tunes it (`indexer.vector_merge`); the honest quality figure,
+    for each type as the build tunes it (`indexer.store.vector_merge`); the honest quality figure,
     since synthetic rows do not place real queries' neighbours as real embeddings do."""
-    from indexer import ann
-    from indexer.vector_merge import _calibrate
+    from indexer.store import ann
+    from indexer.store.vector_merge import _calibrate
 
     reals = sorted(config.cache_dir.glob("real-*.npy"), key=lambda p: int(p.stem.split("-")[1]))
     vectors = np.load(reals[-1]).astype(np.float32)

@@ -1,6 +1,6 @@
 """What one commit of 1,000 new passages costs when every commit rewrites the whole index.
 
-At revision 749830e, `BuildTransaction.commit` and `_write` do, for any change however
+At revision 749830e, `WriteTransaction.commit` and `_write` do, for any change however
 small: read and sha256 the committed FAISS file, load it and checksum its ids, read every
 document key (the plan's view), insert the new rows, add the vectors, read every passage
 id back, read every passage's title and text back from SQL and rebuild BM25 over all of
@@ -122,10 +122,10 @@ def prepare_fixture(n: int, added: int, rev: str, cache_dir: Path, data_dir: Pat
     """Build (once) the committed index of `n` passages and the `added` passages to commit."""
     from sqlalchemy import insert
 
-    from indexer import sql_store
-    from indexer.documents import Document
-    from indexer.faiss_store import VectorStore
-    from indexer.schema import DocumentRow, PassageRow
+    from indexer.sources.documents import Document
+    from indexer.store import sql_store
+    from indexer.store.faiss_store import VectorStore
+    from indexer.store.schema import DocumentRow, PassageRow
 
     folder = cache_dir / "baseline" / rev / str(n)
     embeddings = cache_dir / f"embeddings-{n}.npy"
@@ -240,13 +240,13 @@ def measure(fixture: Fixture, added: int) -> Measurement:
     """Run the revision's commit steps for `added` new passages over the fixture, timing each."""
     from sqlalchemy.orm import Session, configure_mappers
 
-    from indexer import sql_store
-    from indexer.bm25_store import BM25Store
-    from indexer.documents import Document, PassageSpan
-    from indexer.faiss_store import VectorStore
-    from indexer.integrity import file_digest, folder_digest, id_checksum
-    from indexer.passage_text import passage_text
-    from indexer.transaction import BuildTransaction
+    from indexer.sources.documents import Document, PassageSpan
+    from indexer.sources.passage_text import passage_text
+    from indexer.store import sql_store
+    from indexer.store.bm25_store import BM25Store
+    from indexer.store.faiss_store import VectorStore
+    from indexer.store.integrity import file_digest, folder_digest, id_checksum
+    from indexer.store.transaction import WriteTransaction
 
     rows = list(_corpus_rows(fixture.added_file))[:added]
     docs = [Document(doc_id=r["id"], title=r["title"], text=r["text"], source="added.jsonl") for r in rows]
@@ -266,7 +266,7 @@ def measure(fixture: Fixture, added: int) -> Measurement:
     try:
         with engine.connect() as conn, conn.begin() as outer:
             session = Session(bind=conn, autoflush=False)
-            tx = BuildTransaction(None, "", conn, session, None)  # these steps never touch the layout
+            tx = WriteTransaction(None, "", conn, session, None)  # these steps never touch the layout
             timer("sql_stored_documents", tx.stored_documents)
             new_ids = timer("sql_insert", tx._insert, docs, ORIGIN, spans)
             timer("vector_add", store.add, new_ids, vectors)

@@ -15,7 +15,7 @@ Row `i` depends on `i` alone, so a smaller corpus is a prefix of a larger one.
 
 Vectors. The first R rows carry the embeddings the indexer itself would make
 (`embedding_inputs`: `passage_text(embedded_title(title), text)` through the default
-all-MiniLM-L6-v2, normalised) for one passage per corpus line, as `indexer.ingest` takes
+all-MiniLM-L6-v2, normalised) for one passage per corpus line, as `indexer.build.ingest` takes
 them; about 0.2% of passages exceed the 221-token passage budget, which a `python -m indexer
 build` of the JSONL would split in two, and whose single vector saw the first 256 tokens.
 R is what this CPU encodes in `--real-seconds` (resumable: blocks are saved as they finish;
@@ -240,8 +240,8 @@ def read_corpus_ids(path: Path) -> list[str]:
 def embedding_texts(passages: Sequence[Passage], model) -> list[str]:
     """What the indexer embeds for these passages: each is one document whose single span is
     its whole text (40-120 words fit the model's window, so the chunker would not split it)."""
-    from indexer.build import embedding_inputs
-    from indexer.documents import Document, PassageSpan
+    from indexer.build.pipeline import embedding_inputs
+    from indexer.sources.documents import Document, PassageSpan
 
     documents = [Document(doc_id=p.id, title=p.title, text=p.text, source="scale") for p in passages]
     spans = [[PassageSpan(0, 0, len(d.text))] for d in documents]

@@ -3,10 +3,10 @@
 `Index` owns an index folder; `build_index` runs plan -> chunk and embed -> commit through it.
 """
 
-from indexer.bm25_store import bm25_terms
-from indexer.build import build_index
-from indexer.build_report import BuildReport
-from indexer.config import IndexConfig
+from indexer.build.config import IndexConfig
+from indexer.build.pipeline import build_index
+from indexer.build.repair import RepairReport, repair_index
+from indexer.build.report import BuildReport
 from indexer.errors import (
     BadInputError,
     BuildInterrupted,
@@ -18,8 +18,8 @@ from indexer.errors import (
 )
 from indexer.index import Index, IndexSnapshot, IndexStats, PassageRecord
 from indexer.model_spec import ModelSpec
-from indexer.passage_text import passage_text
-from indexer.repair import RepairReport, repair_index
+from indexer.sources.passage_text import passage_text
+from indexer.store.bm25_store import bm25_terms
 
 __all__ = [
     "BadInputError",

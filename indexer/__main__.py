@@ -11,13 +11,13 @@ import logging
 import sys
 from pathlib import Path
 
-from indexer.ann import KINDS, STORAGES, VectorIndexConfig
-from indexer.build import build_index
-from indexer.config import IndexConfig
-from indexer.documents import DEFAULT_MAX_DOCUMENT_CHARS
+from indexer.build.config import IndexConfig
+from indexer.build.pipeline import build_index
+from indexer.build.repair import repair_index
 from indexer.errors import IndexerError
 from indexer.index import Index
-from indexer.repair import repair_index
+from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
+from indexer.store.ann import KINDS, STORAGES, VectorIndexConfig
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -94,8 +94,7 @@ def encode_query(model, query: str) -> np.ndarray:
     """One query's embedding, (1, dim), on one thread.
 
     A ten-token query gains nothing from intra-op parallelism, and on a busy
-    CPU the extra threads wait on each other: measured here on 2 loaded cores,
-    16 ms on one thread against 200 ms on two.
+    CPU the extra threads wait on each other.
     """
     with torch_threads(1):
         return encode_texts(model, [query])

@@ -3,7 +3,7 @@
 It owns the manifest, the SQL engine, the vector and BM25 stores of the
 committed build, the locks and the file names (`indexer.layout`). Search, the
 UI and the app open an `Index` and ask it for passages; they never see SQL.
-Builds write through `Index.build()`, a transaction that:
+Builds write through `Index.transaction()`, which:
 
 1. holds the folder's lock and the database's build lock for the whole build;
 2. lets the build stage row changes and write new, versioned files;
@@ -23,21 +23,21 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from indexer import sql_store
-from indexer.bm25_store import BM25Store
-from indexer.document_map import DocumentMap
 from indexer.errors import (
     IndexBusyError,
     IndexMismatchError,
     IndexNotFoundError,
     IndexUnreadableError,
 )
-from indexer.faiss_store import VectorStore
-from indexer.integrity import damaged, verified_bm25, verified_vectors
 from indexer.layout import IndexLayout
-from indexer.manifest import Manifest, read_manifest, write_manifest
 from indexer.model_spec import ModelSpec
-from indexer.records import (
+from indexer.store import sql_store
+from indexer.store.bm25_store import BM25Store
+from indexer.store.document_map import DocumentMap
+from indexer.store.faiss_store import VectorStore
+from indexer.store.integrity import damaged, verified_bm25, verified_vectors
+from indexer.store.manifest import Manifest, read_manifest, write_manifest
+from indexer.store.records import (
     BuildMeta,
     CommitResult,
     IndexInfo,
@@ -47,9 +47,15 @@ from indexer.records import (
     build_command,
     repair_command,
 )
-from indexer.schema import SCHEMA_FORMAT
-from indexer.sql_store import Connection, DatabaseError, Engine, OperationalError, ProgrammingError
-from indexer.transaction import BuildTransaction, folder_lock
+from indexer.store.schema import SCHEMA_FORMAT
+from indexer.store.sql_store import (
+    Connection,
+    DatabaseError,
+    Engine,
+    OperationalError,
+    ProgrammingError,
+)
+from indexer.store.transaction import WriteTransaction, folder_lock
 
 logger = logging.getLogger(__name__)
 
@@ -375,7 +381,7 @@ class Index:
     # --- writing ------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def build(self, rebuild: bool = False) -> Iterator[BuildTransaction]:
+    def transaction(self, rebuild: bool = False) -> Iterator[WriteTransaction]:
         """One build: locks held throughout, files written before the commit, stale files removed
         after it. Leaving the block normally commits; an exception rolls everything back."""
         with folder_lock(self.layout.lock_file):
@@ -421,7 +427,7 @@ class Index:
             write_manifest(self.layout.manifest, manifest)
         self.manifest = manifest
 
-    def _start(self, conn: Connection, rebuild: bool) -> BuildTransaction:
+    def _start(self, conn: Connection, rebuild: bool) -> WriteTransaction:
         state = sql_store.schema_state(conn)
         if state == "old":
             if not rebuild:
@@ -443,7 +449,7 @@ class Index:
         session = sql_store.open_session(conn)
         if rebuild:
             sql_store.clear_rows(session)
-        return BuildTransaction(self.layout, self.manifest.index_id, conn, session, None if rebuild else info)
+        return WriteTransaction(self.layout, self.manifest.index_id, conn, session, None if rebuild else info)
 
     def _set_aside_damaged_sqlite(self) -> None:
         """--rebuild over a damaged SQLite file: keep it under another name, start a new one."""
@@ -464,7 +470,7 @@ class Index:
 
 __all__ = [
     "BuildMeta",
-    "BuildTransaction",
+    "WriteTransaction",
     "CommitResult",
     "Index",
     "IndexInfo",

@@ -4,7 +4,7 @@
     store.sqlite          rows, when the database is the default SQLite file
     vectors-<build>.faiss the base's vectors, or a delta segment's (a new file per build)
     bm25-<build>/         the base's BM25 index, or a delta segment's (a new folder per build)
-    deleted-<build>.npy   ids deleted since the base that its segments still hold (indexer.segments)
+    deleted-<build>.npy   ids deleted since the base that its segments still hold (indexer.store.segments)
     uploads/              files added through the app
     .lock                 held (flock) by the build writing the folder
     .vectors-*.tmp, .bm25-*.tmp, .deleted-*.tmp   partial writes, removed by the next build

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 FUSIONS = ("rrf", "minmax", "tmm", "zscore")
 NORMALISATIONS = ("minmax", "tmm", "zscore")
 # The lowest score each retriever can give, which "tmm" scales from: the cosine of unit vectors
-# (`indexer.faiss_store` keeps them unit-normalised), and BM25, a sum of non-negative term weights.
+# (`indexer.store.faiss_store` keeps them unit-normalised), and BM25, a sum of non-negative term weights.
 LOWEST_POSSIBLE = {"dense": -1.0, "bm25": 0.0}
 
 

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from indexer.passage_text import passage_text
 from indexer.settings import NO_RERANKER
+from indexer.sources.passage_text import passage_text
 from search.config import SHIPPED_RERANKER, RerankConfig, shipped_reranker
 from search.hits import Hit
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from indexer.index import Index, IndexStats
 from indexer.model_spec import ModelSpec
 from search.config import SearchConfig
-from search.documents import rank_in_rounds
+from search.document_ranking import rank_in_rounds
 from search.errors import EmptyQueryError, NoRerankerError
 from search.hits import Hit, SearchResult, StageTimings
+from search.model_load import MODEL_LOADING, ModelLoad
 from search.params import SearchParams
 from search.rerank import Reranker
 from search.retrieve import (
@@ -34,62 +35,6 @@ from search.retrieve import (
 __all__ = ["MODEL_LOADING", "IndexStats", "LoadedBuild", "ModelLoad", "Searcher"]
 
 logger = logging.getLogger(__name__)
-
-# How a Searcher loads its bi-encoder; see `Searcher`.
-MODEL_LOADING = ("eager", "background", "lazy")
-
-
-class ModelLoad:
-    """A model (the searcher's bi-encoder, the app's reranker) loaded now, in a background
-    thread, or by the first `get`.
-
-    Importing torch and sentence-transformers and loading a model take seconds on a small
-    CPU, most of a restarted app's wait for its first answer (14 s measured). A load that
-    fails raises its error from every `get`, so each search that needs the model says why.
-    """
-
-    def __init__(self, load: Callable[[], object], how: str) -> None:
-        if how not in MODEL_LOADING:
-            raise ValueError(f"Unknown model_loading {how!r}. Valid: {', '.join(MODEL_LOADING)}.")
-        self._load = load
-        self._model: object | None = None
-        self._error: Exception | None = None
-        self._done = threading.Event()
-        self._lock = threading.Lock()  # held by whichever thread loads
-        self._background = how == "background"
-        if how == "eager":
-            self._model = load()  # raises here, as Searcher(...) always has
-            self._done.set()
-        elif self._background:
-            threading.Thread(target=self._run, name="semsearch-model-load", daemon=True).start()
-
-    def _run(self) -> None:
-        with self._lock:
-            if self._done.is_set():
-                return
-            try:
-                self._model = self._load()
-            except Exception as err:  # kept, and raised by every `get`
-                self._error = err
-            self._done.set()  # not after Ctrl-C in a lazy load: the next `get` loads again
-
-    @property
-    def loading(self) -> bool:
-        """True while a background load runs: a search needing the model would wait for it."""
-        return self._background and not self._done.is_set()
-
-    def get(self, timeout: float | None = None) -> object:
-        """The model, loaded in this thread if no other has started; waits at most `timeout`
-        seconds for a load in progress, then raises TimeoutError."""
-        if not self._done.is_set():
-            if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
-                raise TimeoutError(f"The model did not load within {timeout} s; wait longer.")
-            self._lock.release()
-            self._run()  # returns at once when the load that held the lock has finished
-        if self._error is not None:
-            raise self._error
-        return self._model
-
 
 @dataclass(frozen=True)
 class LoadedBuild:
@@ -188,11 +133,6 @@ class Searcher:
         """Block until the model has loaded (TimeoutError after `timeout` s); raises its error
         if it cannot load."""
         self._model.get(timeout)
-
-    @property
-    def has_bm25(self) -> bool:
-        """False for an index built before BM25 existed, until its next build adds it."""
-        return "bm25" in self._loaded.retrievers
 
     @property
     def modes(self) -> tuple[str, ...]:

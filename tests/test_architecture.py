@@ -93,11 +93,11 @@ def test_no_product_function_is_longer_than_a_screen():
 
 
 def test_the_embeddings_ingest_has_no_commit_loop_of_its_own():
-    """One build loop (indexer/build_loop.py): ingest only checks its input and supplies vectors."""
-    source = (ROOT / "indexer" / "ingest.py").read_text(encoding="utf-8")
+    """One build loop (indexer/build/loop.py): ingest only checks its input and supplies vectors."""
+    source = (ROOT / "indexer" / "build" / "ingest.py").read_text(encoding="utf-8")
     tree = ast.parse(source)
     loops = [node for node in ast.walk(tree) if isinstance(node, ast.While)]
-    assert loops == [] and ".commit(" not in source and "index.build(" not in source
+    assert loops == [] and ".commit(" not in source and "index.transaction(" not in source
 
 
 def test_every_semsearch_variable_is_read_in_indexer_settings_only():
@@ -142,12 +142,12 @@ def test_one_function_gives_the_bi_encoders_input_for_a_passage():
     callers = []
     for name, path in product_modules().items():
         source = path.read_text(encoding="utf-8")
-        if "embedded_title(" in source and name != "indexer.passage_text":
+        if "embedded_title(" in source and name != "indexer.sources.passage_text":
             callers.append(name)
         if "bi_encoder_input(" in source:
             callers.append(f"uses {name}")
-    assert sorted(callers) == ["uses indexer.build", "uses indexer.passage_text", "uses indexer.repair",
-                               "uses ui.search_page"]
+    assert sorted(callers) == ["uses indexer.build.pipeline", "uses indexer.build.repair",
+                               "uses indexer.sources.passage_text", "uses ui.search_page"]
 
 
 def test_the_rrf_constant_is_checked_in_one_place():
@@ -168,7 +168,7 @@ def test_whether_a_search_reranks_is_decided_in_one_place():
 
 
 def test_all_sql_is_written_in_the_sql_store():
-    """SQLAlchemy is imported by the tables (`indexer.schema`) and the store that queries them;
+    """SQLAlchemy is imported by the tables (`indexer.store.schema`) and the store that queries them;
     everything else calls the store's named functions."""
     importers, queries = [], []
     for name, path in product_modules().items():
@@ -181,5 +181,30 @@ def test_all_sql_is_written_in_the_sql_store():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
                     "select", "delete", "insert", "update", "text"):
                 queries.append(name)
-    assert sorted(set(importers)) == ["indexer.schema", "indexer.sql_store"], importers
-    assert sorted(set(queries)) == ["indexer.sql_store"], queries
+    assert sorted(set(importers)) == ["indexer.store.schema", "indexer.store.sql_store"], importers
+    assert sorted(set(queries)) == ["indexer.store.sql_store"], queries
+
+
+def test_the_indexer_layers_import_one_way():
+    """indexer.build uses Index; Index uses indexer.store; anything may use indexer.sources; the
+    shared leaves (errors, settings, layout, model_spec, embedding) use none of the layers
+    above them."""
+    modules = product_modules()
+    order = {"indexer.sources": 0, "indexer.store": 1, "indexer.index": 2, "indexer.build": 3}
+
+    def layer(name: str) -> int | None:
+        return next((rank for prefix, rank in order.items() if name == prefix or name.startswith(prefix + ".")), None)
+
+    upward = []
+    for name, path in modules.items():
+        if not name.startswith("indexer.") or name == "indexer.__main__":
+            continue
+        mine = layer(name)
+        for other in imported_modules(path, modules):
+            theirs = layer(other)
+            if theirs is not None and (mine is None or theirs > mine):
+                upward.append(f"{name} -> {other}")
+    assert upward == [], upward
+    assert {p.name for p in (ROOT / "indexer").glob("*.py")} <= {
+        "__init__.py", "__main__.py", "embedding.py", "errors.py", "index.py", "layout.py", "model_spec.py",
+        "settings.py"}, "a module at the top of indexer/ that belongs in a layer"

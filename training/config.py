@@ -55,11 +55,6 @@ def _check_positive(name: str, value: float, hint: str = "") -> None:
         raise ValueError(f"{name} must be positive, got {value}. {hint}".strip())
 
 
-def _check_probability(name: str, value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} ({value}) must lie between 0 and 1.")
-
-
 def config_from_file(cls: type, path: Path | str, **overrides: Any) -> Any:
     """Build a config from a JSON file of its fields, with `overrides` (e.g. CLI flags) taking precedence."""
     raw = json.loads(Path(path).read_text())

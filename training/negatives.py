@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from indexer.passage_text import passage_text
+from indexer.sources.passage_text import passage_text
 
 # Retrieval modes IndexNegativeMiner serves; dense mining is DenseNegativeMiner's.
 INDEX_MODES = ("bm25", "hybrid")
@@ -158,7 +158,7 @@ class BM25NegativeMiner:
     """
 
     def __init__(self, pool: Sequence[str], depth: int = 30) -> None:
-        from indexer.bm25_store import BM25Store
+        from indexer.store.bm25_store import BM25Store
 
         _check_depth(depth)
         self.pool = list(dict.fromkeys(pool))

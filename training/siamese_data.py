@@ -19,7 +19,7 @@ from data.pairs import SCHEMAS, iter_pairs, peek_columns
 from data.raw_text import iter_documents, open_text
 from data.sick import iter_sick
 from data.stsb import MAX_SCORE, iter_stsb
-from indexer.passage_text import passage_text
+from indexer.sources.passage_text import passage_text
 from training.self_supervised import inverse_cloze_pairs, title_body_pairs
 
 logger = logging.getLogger(__name__)

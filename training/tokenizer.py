@@ -22,7 +22,7 @@ from tokenizers import (
 from transformers import BertTokenizer
 
 from data.raw_text import iter_documents
-from indexer.passage_text import passage_text
+from indexer.sources.passage_text import passage_text
 from training.config import SPECIAL_TOKENS, TokenizerConfig
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer import IndexConfig
-from indexer.readers import content_name
+from indexer.sources.readers import content_name
 
 # The columns an upload's build reads (IndexConfig's defaults; ui/uploads.py changes none).
 ID_COLUMN: str = IndexConfig.csv_id_column
@@ -31,7 +31,7 @@ TEXT_COLUMN: str = IndexConfig.csv_text_column
 GUESS_ROWS = 50
 _TITLE_NAMES = ("title", "name", "headline", "subject", "heading")
 _ID_NAMES = ("id", "_id", "doc_id", "docid", "key", "uid")
-# UTF-32 first: its little-endian BOM begins with UTF-16's (as indexer/readers.py decodes).
+# UTF-32 first: its little-endian BOM begins with UTF-16's (as indexer/sources/readers.py decodes).
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
     (codecs.BOM_UTF32_BE, "utf-32-be"),

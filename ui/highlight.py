@@ -152,7 +152,7 @@ def strip_leading_heading(text: str, title: str | None = None) -> str:
     `#` marks, followed by " · ". A passage that is only its title's heading keeps the words.
     Query words are then matched in what this returns, so highlights line up with it.
 
-    The title is compared as the indexer took it from the file (`indexer.readers.text_title`:
+    The title is compared as the indexer took it from the file (`indexer.sources.readers.text_title`:
     the line without its leading #). "#hashtag" or "#include" (no space) is no heading.
     """
     match = _LEADING_HEADING.match(text)

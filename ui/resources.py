@@ -18,8 +18,8 @@ import streamlit as st
 from indexer import IndexConfig, settings
 from indexer.embedding import load_bi_encoder
 from search import Hit, Searcher
+from search.model_load import ModelLoad
 from search.rerank import Reranker, RerankerChoice, resolve_reranker
-from search.searcher import ModelLoad
 from ui.background_build import BackgroundBuild
 
 DEFAULT_INDEX = settings.DEFAULT_INDEX

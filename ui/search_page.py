@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from indexer import IndexerError
-from indexer.passage_text import bi_encoder_input
+from indexer.sources.passage_text import bi_encoder_input
 from search import (
     MODES,
     EmptyQueryError,

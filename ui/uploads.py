@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from indexer import BadInputError, BuildReport, IndexConfig, build_index
-from indexer.readers import RECORD_SUFFIXES, content_name
+from indexer.layout import IndexLayout
+from indexer.sources.readers import RECORD_SUFFIXES, content_name
 from ui.csv_columns import CsvMapping, apply_mapping
 
-UPLOADS_DIR = "uploads"
 # The longest file name (in bytes) that ext4, XFS, APFS and NTFS all accept.
 MAX_NAME_BYTES = 255
 # The indexer tells text by content, so the uploader accepts any file name (None: no filter).
@@ -35,7 +35,7 @@ class UploadResult:
 
 
 def uploads_dir(index_dir: Path) -> Path:
-    return Path(index_dir) / UPLOADS_DIR
+    return IndexLayout(Path(index_dir)).uploads
 
 
 def safe_upload_name(name: str) -> str:

@@ -77,17 +77,19 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
     BM25 alone, because it needs no embedding: the build's chunking and passage text,
     the searcher's lexical store. Dense adds to these, it never takes them away in hybrid.
     """
-    from indexer.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
-    from indexer.build import chunk_documents, chunking_for
-    from indexer.config import IndexConfig
-    from indexer.documents import Document
+    from indexer.build.config import IndexConfig
+    from indexer.build.pipeline import chunking_for
     from indexer.embedding import load_bi_encoder
+    from indexer.sources.chunking import split_into_passages
+    from indexer.sources.documents import Document
+    from indexer.store.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
 
     model = load_bi_encoder()
     docs = [Document(doc_id=d["id"], title=d["title"], text=d["text"], source="demo") for d in demo_docs]
     config = IndexConfig(source=Path("."), index_dir=Path("."))
     chunking = chunking_for(config, model, None)
-    spans = chunk_documents(docs, model, chunking.passage_tokens, chunking.overlap_tokens)
+    spans = [split_into_passages(doc.text, model.tokenizer, chunking.passage_tokens, chunking.overlap_tokens)
+             for doc in docs]
     owners, texts = [], []
     for doc, doc_spans in zip(docs, spans, strict=True):
         for span in doc_spans:

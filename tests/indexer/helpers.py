@@ -8,12 +8,12 @@ import numpy as np
 from sqlalchemy import select
 
 from indexer import Index, IndexConfig
-from indexer.build import embedded_title
+from indexer.build.pipeline import embedded_title
 from indexer.embedding import encode_texts
 from indexer.index import IndexSnapshot, PassageRecord
-from indexer.passage_text import passage_text
-from indexer.schema import PassageRow
-from indexer.sql_store import make_engine
+from indexer.sources.passage_text import passage_text
+from indexer.store.schema import PassageRow
+from indexer.store.sql_store import make_engine
 
 
 def config(source: Path, index_dir: Path, model: str, **kw) -> IndexConfig:

@@ -22,10 +22,10 @@ from indexer import (
     IndexNotFoundError,
     build_index,
     repair_index,
-    sql_store,
 )
 from indexer.__main__ import main
 from indexer.embedding import encode_texts, load_bi_encoder
+from indexer.store import sql_store
 from tests.indexer.helpers import (
     assert_consistent,
     config,
@@ -295,7 +295,7 @@ def test_build_while_another_process_builds_is_busy(corpus, tmp_path, tiny_model
 
 def test_build_inside_a_build_of_the_same_folder_is_busy(corpus, tmp_path, tiny_model):
     index_dir = tmp_path / "idx"
-    with Index.create(index_dir).build(), pytest.raises(IndexBusyError, match="Another build"):
+    with Index.create(index_dir).transaction(), pytest.raises(IndexBusyError, match="Another build"):
         build_index(config(corpus, index_dir, tiny_model))
 
 

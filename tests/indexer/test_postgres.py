@@ -131,7 +131,7 @@ def test_delta_segments_and_tombstones_on_postgres(topic_corpus, tmp_path, tiny_
     BM25 in step, and an older table of this format gains its layout column in place."""
     from sqlalchemy import text as sql
 
-    from indexer.segments import SegmentPolicy
+    from indexer.store.segments import SegmentPolicy
     from tests.indexer.helpers import assert_consistent
 
     index_dir = tmp_path / "idx"

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer import Index, IndexUnreadableError, build_index, integrity, repair_index
+from indexer import Index, IndexUnreadableError, build_index, repair_index
 from indexer.__main__ import main
 from indexer.embedding import load_bi_encoder
-from indexer.transaction import BuildTransaction
+from indexer.store import integrity
+from indexer.store.transaction import WriteTransaction
 from tests.indexer.helpers import (
     assert_consistent,
     config,
@@ -224,7 +225,7 @@ def test_a_build_that_dies_before_its_commit_leaves_the_previous_build(built, mo
     def die(self, *args):
         raise RuntimeError("killed before the commit")
 
-    monkeypatch.setattr(BuildTransaction, "_record", die)  # files written, info row not yet
+    monkeypatch.setattr(WriteTransaction, "_record", die)  # files written, info row not yet
     with pytest.raises(RuntimeError, match="killed before the commit"):
         build_index(config(source, index_dir, model))
     monkeypatch.undo()

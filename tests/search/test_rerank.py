@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.passage_text import passage_text
+from indexer.sources.passage_text import passage_text
 from search.config import SHIPPED_RERANKER, RerankConfig, shipped_reranker
 from search.hits import Hit
 from search.rerank import (

@@ -155,7 +155,7 @@ def test_choose_mode_answers_bm25_while_the_model_loads(tmp_path: Path):
 def test_index_without_bm25_searches_dense_and_says_so(tiny_index, caplog, monkeypatch):
     without_bm25(monkeypatch)
     searcher = Searcher(tiny_index)
-    assert not searcher.has_bm25 and searcher.modes == ("dense",)
+    assert searcher.modes == ("dense",)
     with caplog.at_level("WARNING", logger="search.searcher"):
         result = searcher.search_detailed("bread", k=2)  # the default mode is hybrid
         searcher.search_detailed("bread", k=2)

@@ -130,7 +130,7 @@ def test_bad_mode_rerank_and_candidates_are_clear_errors(tiny_index, tiny_cross_
 
 
 def test_rerank_reorders_candidates_by_cross_encoder_score(tiny_index, tiny_cross_encoder):
-    from indexer.passage_text import passage_text
+    from indexer.sources.passage_text import passage_text
     from search import CrossEncoderReranker
 
     reranker = CrossEncoderReranker(tiny_cross_encoder)

@@ -10,7 +10,7 @@ import pytest
 from indexer import IndexConfig, build_index
 from search import CrossEncoderReranker, SearchConfig, Searcher
 from search.config import RerankConfig
-from search.documents import RankedDocument, rank_documents, rank_in_rounds
+from search.document_ranking import RankedDocument, rank_documents, rank_in_rounds
 from search.retrieve import Candidate
 from tests.search.helpers import CODE_DOC
 

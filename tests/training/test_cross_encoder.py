@@ -12,7 +12,7 @@ import torch
 from safetensors import safe_open
 from sentence_transformers import CrossEncoder
 
-from indexer.passage_text import passage_text
+from indexer.sources.passage_text import passage_text
 from search.hits import Hit
 from training.__main__ import main
 from training.config import CrossEncoderConfig

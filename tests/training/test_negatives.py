@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.passage_text import passage_text
+from indexer.sources.passage_text import passage_text
 from training.negatives import (
     BM25NegativeMiner,
     DenseNegativeMiner,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.passage_text import passage_text
+from indexer.sources.passage_text import passage_text
 from training.cross_encoder import load_cross_encoder_rows
 from training.siamese_data import beir_rows
 

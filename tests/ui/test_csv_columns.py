@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from indexer import IndexConfig
-from indexer.documents import InputIssue
-from indexer.readers import read_documents
+from indexer.sources.documents import InputIssue
+from indexer.sources.readers import read_documents
 from ui.csv_columns import (
     CsvMapping,
     apply_mapping,

@@ -6,7 +6,7 @@ import bm25s
 import pytest
 import Stemmer
 
-from indexer.bm25_store import bm25_terms
+from indexer.store.bm25_store import bm25_terms
 from ui.highlight import (
     ELLIPSIS,
     best_window,
@@ -119,7 +119,7 @@ def test_bm25_terms_is_the_bm25_analyzer(query: str, text: str) -> None:
 
 @pytest.mark.parametrize(("query", "text"), HIGHLIGHT_CASES)
 def test_every_highlighted_word_is_one_bm25_matched(query: str, text: str) -> None:
-    from indexer.bm25_store import BM25Store
+    from indexer.store.bm25_store import BM25Store
 
     matched_stems = set(query_terms(query))
     markdown = passage_markdown(text, query)

@@ -1,0 +1,300 @@
+"""Building an index with the local bi-encoder: how passages are cut and embedded.
+
+    documents = read_source(config, report)                   # build_loop.py (readers.py)
+    commit_in_chunks(config, ..., ModelEmbedder(model, ...))  # build_loop.py: plan, chunk, commit
+        -> embedder.passages(doc)   split_into_passages, the index's chunking settings
+        -> embedder.embed(...)      the model (or Ray) reads passage_text(title, passage)
+
+A build with nothing to embed (an unchanged source, or removals only) first runs the same loop
+with `NoModelEmbedder`, which gives up as soon as anything needs the model, so it never
+imports torch. `indexer.build.repair.repair_index` rebuilds an index's derived files from its SQL rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from indexer.build.loop import (
+    Embedder,
+    commit_in_chunks,
+    estimated_passages,
+    interrupted_before_writing,
+    read_source,
+)
+from indexer.build.report import BuildReport, ProgressCallback
+from indexer.sources.chunking import left_out, split_into_passages
+from indexer.build.config import DEFAULT_OVERLAP_TOKENS, IndexConfig
+from indexer.sources.documents import Document, PassageSpan
+from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
+from indexer.layout import IndexLayout
+from indexer.model_spec import ModelSpec
+from indexer.sources.passage_text import (  # noqa: F401  embedded_title: imported from here by tests and benches
+    bi_encoder_input,
+    embedded_title,
+    title_token_budget,
+)
+from indexer.store.plan import Plan
+from indexer.store.records import BuildMeta, IndexInfo
+from indexer.store.transaction import WriteTransaction
+
+logger = logging.getLogger(__name__)
+
+# The embedding bar moves about this often; its first step is small, then sized by the rate.
+PROGRESS_SECONDS = 2.0
+FIRST_PROGRESS_STEP = 8
+MAX_PROGRESS_STEP = 4096
+# The first commit of a new index's first build holds this many passages, each next one twice as
+# many (see `build_loop.next_commit_size`): a search sees the first documents within seconds. A
+# build into an index that already answers starts at `commit_passages`: fewer commits, fewer segments.
+FIRST_COMMIT_PASSAGES = 16
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """How a build cuts and embeds passages: what the index records as its settings."""
+
+    passage_tokens: int
+    overlap_tokens: int
+    embed_titles: bool
+
+
+def chunking_for(config: IndexConfig, model, info: IndexInfo | None) -> Chunking:
+    """The build's chunking: each setting as `config` gives it, else the index's (`info`), else
+    the default; `passage_tokens` fitted so that [CLS] + title prefix + passage + [SEP] fit
+    the model. A setting that differs from the index's is refused later, by
+    `WriteTransaction.check_compatible`, naming --rebuild."""
+    embed_titles = config.embed_titles if config.embed_titles is not None else (
+        info.embed_titles if info is not None else True)
+    overlap = config.overlap_tokens if config.overlap_tokens is not None else (
+        info.overlap_tokens if info is not None else DEFAULT_OVERLAP_TOKENS)
+    wanted = config.passage_tokens if config.passage_tokens is not None else (
+        info.passage_tokens if info is not None else None)
+    model_max = int(model.max_seq_length)
+    room = model_max - 2 - (title_token_budget(model_max) + 1 if embed_titles else 0)
+    if wanted is None:
+        budget = room
+    elif wanted > room:
+        raise ValueError(
+            f"passage_tokens ({wanted}) does not fit the model's max sequence "
+            f"length ({model_max}) with its special and title tokens; use at most {room}."
+        )
+    else:
+        budget = wanted
+    if overlap >= budget:
+        raise ValueError(
+            f"overlap_tokens ({overlap}) must be smaller than the passage length "
+            f"({budget} tokens); lower --overlap."
+        )
+    return Chunking(budget, overlap, embed_titles)
+
+
+def embedding_inputs(
+    documents: Sequence[Document], spans: Sequence[Sequence[PassageSpan]], model, embed_titles: bool
+) -> list[str]:
+    """What the bi-encoder reads for every passage, in order: `passage_text(title, passage)`."""
+    return [bi_encoder_input(doc.title, doc.text[s.start_char : s.end_char], model, embed_titles)
+            for doc, doc_spans in zip(documents, spans, strict=True) for s in doc_spans]
+
+
+def embed(
+    model, texts: list[str], batch_size: int, show_progress: bool, progress: ProgressCallback | None
+) -> np.ndarray:
+    """Unit vectors for `texts`, with a tqdm bar in passages and an optional callback.
+
+    Progress is reported about every `PROGRESS_SECONDS`: the texts are fed longest first
+    (as `encode_texts` orders them) in steps sized by the rate measured so far, so a slow
+    CPU at 5 passages/s still moves the bar every few seconds and a GPU is not slowed by
+    small steps.
+    """
+    n = len(texts)
+    bar = tqdm(total=n, unit="passage", desc="embedding",
+               disable=not show_progress or not texts, dynamic_ncols=True)
+    out = np.empty((n, embedding_dimension(model)), dtype=np.float32)
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    done, step = 0, min(batch_size, FIRST_PROGRESS_STEP)
+    try:
+        while done < n:
+            idx = order[done : done + step]
+            began = time.perf_counter()
+            out[idx] = encode_texts(model, [texts[i] for i in idx], batch_size=batch_size)
+            rate = len(idx) / max(time.perf_counter() - began, 1e-3)
+            done += len(idx)
+            bar.update(len(idx))
+            if progress is not None:
+                progress(done, n)
+            step = int(min(max(rate * PROGRESS_SECONDS, 1), MAX_PROGRESS_STEP))
+    finally:
+        bar.close()
+    return out
+
+
+class PassageCutter:
+    """Cuts documents into passages when first asked, and remembers them for the build.
+
+    The build loop asks only for the documents a commit looks at (see `next_chunk`), so the
+    first commit of a large build lands without cutting the whole source first.
+    """
+
+    def __init__(self, tokenizer, passage_tokens: int, overlap_tokens: int) -> None:
+        self.tokenizer = tokenizer
+        self.passage_tokens = passage_tokens
+        self.overlap_tokens = overlap_tokens
+        self.cut: dict[str, list[PassageSpan]] = {}
+        self.warnings: list[str] = []  # stretches left out of passages, one line each
+
+    def __call__(self, doc: Document) -> list[PassageSpan]:
+        spans = self.cut.get(doc.doc_id)
+        if spans is None:
+            spans = split_into_passages(doc.text, self.tokenizer, self.passage_tokens,
+                                        self.overlap_tokens)
+            self.cut[doc.doc_id] = spans
+            for start, end in left_out(doc.text, spans):
+                self.warnings.append(
+                    f"{doc.location}: characters {start:,}-{end:,} ({end - start:,} characters "
+                    "without a space, such as base64 or a minified line) are kept in the stored "
+                    "text but left out of its passages: the model could only read them as one "
+                    "unknown word")
+        return spans
+
+
+class ModelEmbedder(Embedder):
+    """The local bi-encoder as the build loop's `Embedder` (on Ray with `config.ray`).
+
+    Its chunking settings are the index's where the build leaves them out (`chunking_for`,
+    settled in the first commit); it cuts each document when the loop first asks, so the
+    first commit of a large build lands without cutting the whole source first.
+    """
+
+    unit = "passage"
+    first_commit = FIRST_COMMIT_PASSAGES
+
+    def __init__(self, model, config: IndexConfig) -> None:
+        self.model, self.config = model, config
+        self.cutter: PassageCutter | None = None
+        self.embed_titles = True
+        self.ray_stream = None  # with --ray: one Ray pipeline over the whole plan (ray_embed.py)
+        self.warnings: list[str] = []
+
+    def settle(self, tx: WriteTransaction, meta: BuildMeta) -> BuildMeta:
+        if self.cutter is not None:
+            return meta
+        chunking = chunking_for(self.config, self.model, tx.info)
+        self.cutter = PassageCutter(self.model.tokenizer, chunking.passage_tokens, chunking.overlap_tokens)
+        self.warnings = self.cutter.warnings
+        self.embed_titles = chunking.embed_titles
+        return dataclasses.replace(meta, passage_tokens=chunking.passage_tokens,
+                                   overlap_tokens=chunking.overlap_tokens, embed_titles=chunking.embed_titles)
+
+    def passages(self, doc: Document) -> list[PassageSpan]:
+        assert self.cutter is not None, "settle() comes first"
+        return self.cutter(doc)
+
+    def estimate(self, to_embed: Sequence[Document]) -> int:
+        assert self.cutter is not None, "settle() comes first"
+        return estimated_passages(to_embed, self.cutter.cut)
+
+    def inputs(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]]) -> list[str]:
+        return embedding_inputs(docs, spans, self.model, self.embed_titles)
+
+    def begin(self, to_embed: Sequence[Document]) -> None:
+        if self.config.ray is None:
+            return
+        from indexer.build.ray_embed import RayStream
+
+        self.ray_stream = RayStream(self.config.ray, ModelSpec.resolve(self.config.model),
+                                    self.inputs(to_embed, [self.passages(d) for d in to_embed]))
+
+    def embed(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]],
+              step: ProgressCallback) -> np.ndarray:
+        texts = self.inputs(docs, spans)
+        run = self.ray_stream if self.ray_stream is not None else embed
+        return run(self.model, texts, self.config.batch_size, False, step)
+
+    def close(self) -> None:
+        if self.ray_stream is not None:
+            self.ray_stream.close()
+
+
+class NeedsModel(Exception):
+    """Raised inside a build's transaction (rolling it back) when it must load the bi-encoder."""
+
+
+class NoModelEmbedder(Embedder):
+    """An `Embedder` that refuses to embed: a build with nothing to embed commits through it
+    without loading the model (whose import and load cost seconds).
+
+    It settles on the index's own settings, and gives up (`NeedsModel`, nothing committed) on a
+    first build, another model or changed model files, other chunking settings, or anything to
+    embed; the build then runs again with the model, which checks and says what differs.
+    """
+
+    unit = "passage"
+    first_commit = None
+
+    def __init__(self, spec: ModelSpec, config: IndexConfig) -> None:
+        self.spec, self.config = spec, config
+        self.warnings: list[str] = []
+
+    def settle(self, tx: WriteTransaction, meta: BuildMeta) -> BuildMeta:
+        info, config = tx.info, self.config
+        if (info is None
+                or (info.model, info.model_fingerprint) != (self.spec.id, self.spec.fingerprint())
+                or config.overlap_tokens not in (None, info.overlap_tokens)
+                or config.embed_titles not in (None, info.embed_titles)
+                or config.passage_tokens not in (None, info.passage_tokens)):
+            raise NeedsModel
+        return dataclasses.replace(meta, dimension=info.dimension, passage_tokens=info.passage_tokens,
+                                   overlap_tokens=info.overlap_tokens, embed_titles=info.embed_titles)
+
+    def check(self, changes: Plan) -> None:
+        if changes.to_embed:
+            raise NeedsModel
+
+    def passages(self, doc: Document) -> list[PassageSpan]:
+        raise NeedsModel
+
+    def estimate(self, to_embed: Sequence[Document]) -> int:
+        return 0
+
+    def embed(self, docs, spans, step) -> np.ndarray:
+        raise NeedsModel
+
+
+def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -> BuildReport:
+    """Bring the index in `config.index_dir` in line with `config.source`; return what changed.
+
+    The source is read before the index folder is touched, so a missing or empty source
+    fails harmlessly. The changes commit in chunks (`build_loop`), each one atomic; Ctrl-C
+    raises `BuildInterrupted`, whose message says what was committed and how to resume.
+    """
+    if config.embeddings is not None:  # vectors computed elsewhere: nothing to embed here
+        from indexer.build.ingest import ingest_embeddings
+
+        return ingest_embeddings(config, config.embeddings, config.normalize_embeddings, progress)
+    started = time.perf_counter()
+    spec = ModelSpec.resolve(config.model)
+    report = BuildReport(index_dir=config.index_dir, model=spec.id)
+    try:
+        documents = read_source(config, report)
+        meta = BuildMeta(spec, 0, 0, 0, False, started, config.vector_index, config.segments)
+        if not config.rebuild and IndexLayout(config.index_dir).manifest.is_file():
+            try:  # nothing to embed: commit without the model
+                return commit_in_chunks(config, report, started, documents, NoModelEmbedder(spec, config),
+                                        meta, progress)
+            except NeedsModel:
+                pass
+        model = load_bi_encoder(spec)
+        chunking = chunking_for(config, model, None)  # explicit settings checked before mkdir
+        meta = BuildMeta(spec, embedding_dimension(model), chunking.passage_tokens,
+                         chunking.overlap_tokens, chunking.embed_titles, started,
+                         config.vector_index, config.segments)
+    except KeyboardInterrupt:
+        raise interrupted_before_writing(config) from None
+    return commit_in_chunks(config, report, started, documents, ModelEmbedder(model, config), meta, progress)

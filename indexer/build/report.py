@@ -1,0 +1,71 @@
+"""What a build did: the report `build_index` returns and the CLI prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexer.sources.documents import InputIssue
+from indexer.store.records import CommitResult
+
+# (done, total) as a build goes: passages embedded, or documents ingested.
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class BuildReport:
+    """What a build did; `passages_per_second` counts committed passages over the whole run."""
+
+    index_dir: Path
+    model: str
+    documents_added: int = 0
+    documents_updated: int = 0
+    documents_removed: int = 0
+    documents_unchanged: int = 0
+    passages_committed: int = 0  # new passages this build committed, embedded or precomputed
+    passages_embedded: int = 0  # of those, the ones the model embedded (0 for --embeddings)
+    passages_removed: int = 0
+    total_documents: int = 0
+    total_passages: int = 0
+    seconds: float = 0.0
+    bm25_seconds: float = 0.0
+    commits: int = 0
+    documents_committed: int = 0
+    issues: list[InputIssue] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    vector_index: str = ""  # the committed FAISS index, e.g. "IVF1024,SQ8 (nprobe 16, recall@10 0.962)"
+    notes: list[str] = field(default_factory=list)  # merges that retrained or changed the index type
+
+    def add_commit(self, result: CommitResult) -> None:
+        """Count one commit's figures into the report."""
+        self.passages_removed += result.passages_removed
+        self.total_documents = result.documents
+        self.total_passages = result.passages
+        self.bm25_seconds += result.bm25_seconds
+        self.commits += int(result.wrote_files)
+        self.vector_index = result.vector_index or self.vector_index
+        if result.note:
+            self.notes.append(result.note)
+
+    @property
+    def passages_per_second(self) -> float:
+        return self.passages_committed / self.seconds if self.seconds > 0 else 0.0
+
+    def _added(self) -> str:
+        precomputed = self.passages_committed - self.passages_embedded
+        if precomputed:
+            return f"ingested {precomputed} precomputed vectors"
+        return f"embedded {self.passages_embedded} passages"
+
+    def summary(self) -> str:
+        return (
+            f"{self.total_documents} documents, {self.total_passages} passages in the index "
+            f"(+{self.documents_added} new, ~{self.documents_updated} changed, "
+            f"-{self.documents_removed} removed, {self.documents_unchanged} unchanged); "
+            f"{self._added()} in {self.seconds:.1f} s "
+            f"({self.passages_per_second:.1f} passages/s); BM25 index built in "
+            f"{self.bm25_seconds:.1f} s; vector index {self.vector_index or 'unchanged'}; "
+            f"{len(self.issues)} input issue(s), {len(self.warnings)} warning(s)"
+            + "".join(f"\n  note: {note}" for note in self.notes)
+        )

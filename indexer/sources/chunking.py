@@ -1,0 +1,205 @@
+"""Split documents into passages by tokens, with overlap, never truncating.
+
+Windows are cut on word boundaries (via the fast tokenizer's word ids) so a
+passage never begins or ends inside a word: re-tokenising the passage text then
+gives the same tokens and it still fits the model.
+
+The text is tokenised `window_chars` characters at a time, cut at whitespace, and
+only the tokens of the passage being cut are kept: tokenising a 10 MB text whole
+held about 1.6 GB of token objects at once (see `split_into_passages`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from indexer.sources.documents import PassageSpan
+
+# About 25,000 tokens of English per window: a few MB of token objects.
+WINDOW_CHARS = 100_000
+# A token spanning more characters than this is a run without spaces (a base64 blob, a
+# minified line) that the tokenizer could only read as one unknown word: no passage holds
+# one, so it never becomes a passage of a million characters the model sees as `[UNK]`.
+# Ordinary long words and URLs stay inside their passages (BERT's WordPiece already reads
+# any word over 100 characters as `[UNK]`).
+LONG_TOKEN_CHARS = 1000
+# Whitespace that splits words for every tokenizer we use (BERT's, SentencePiece's, byte-level BPE's).
+_CUT_CHARS = (" ", "\n", "\t", "\r")
+
+# (start_char, end_char) per token, a key equal for the tokens of one word (None: no word), and
+# whether the window starts inside a run of non-space characters the previous window cut
+TokenWindow = tuple[list[tuple[int, int]], list[tuple[int, int] | None], bool]
+
+
+def _window_end(text: str, start: int, window_chars: int) -> int:
+    """Where the window starting at `start` ends: at the last whitespace of its second half,
+    so that no word is split and every token is the one whole-text tokenisation would give.
+
+    A second half without whitespace (a 50,000-character "word") is cut where it ends.
+    """
+    end = start + window_chars
+    if end >= len(text):
+        return len(text)
+    lower = start + window_chars // 2
+    cut = text.rfind(" ", lower, end)
+    if cut < 0:
+        cut = max(text.rfind(char, lower, end) for char in _CUT_CHARS)
+    return cut if cut > start else end
+
+
+def _token_windows(text: str, tokenizer, window_chars: int) -> Iterator[TokenWindow]:
+    start = 0
+    window_no = 0
+    while start < len(text):
+        end = _window_end(text, start, window_chars)
+        encoding = tokenizer(
+            text[start:end],
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            truncation=False,
+            verbose=False,
+        )
+        offsets = [(s + start, e + start) for s, e in encoding["offset_mapping"]]
+        words = [None if w is None else (window_no, w) for w in encoding.word_ids()]
+        yield offsets, words, 0 < start < len(text) and not text[start - 1].isspace() and not text[start].isspace()
+        start, window_no = end, window_no + 1
+
+
+def split_into_passages(
+    text: str,
+    tokenizer,
+    max_tokens: int,
+    overlap_tokens: int,
+    *,
+    window_chars: int = WINDOW_CHARS,
+) -> list[PassageSpan]:
+    """Character spans of `text`, each at most `max_tokens` tokens, consecutive ones overlapping.
+
+    Memory is bounded by one window of tokens whatever the text's length. A text of up to
+    `window_chars` characters is tokenised whole; a longer one gives the same spans as long
+    as each window's second half holds whitespace to cut at. A token longer than
+    `LONG_TOKEN_CHARS` characters is left out: passages end before it and resume after it,
+    without overlap (`left_out` finds such stretches).
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens ({max_tokens}) must be at least 1.")
+    if not 0 <= overlap_tokens < max_tokens:
+        raise ValueError(
+            f"overlap_tokens ({overlap_tokens}) must be in [0, max_tokens ({max_tokens}))."
+        )
+    if window_chars < 2:
+        raise ValueError(f"window_chars ({window_chars}) must be at least 2.")
+
+    tokens = _TokenStream(_token_windows(text, tokenizer, window_chars))
+    spans: list[PassageSpan] = []
+    start = 0
+    while True:
+        while tokens.has(start) and tokens.is_long(start):
+            start += 1
+        if not tokens.has(start):
+            return spans
+        end = start + max_tokens
+        more = tokens.has(end)
+        if more:
+            snapped = tokens.word_start(end, start + 1)
+            # A single word longer than the window is cut where the window ends.
+            end = snapped if snapped > start else end
+        else:
+            end = tokens.loaded
+        cut = tokens.first_long(start, end)
+        if cut is not None:  # end before the long token; the next passage starts after it
+            end, more, next_start = cut, True, cut + 1
+        spans.append(PassageSpan(len(spans), tokens.start_char(start), tokens.end_char(end - 1)))
+        if not more:
+            return spans
+        if cut is None:
+            next_start = max(end - overlap_tokens, start + 1)
+            snapped_start = tokens.word_start(next_start, start + 1)
+            next_start = snapped_start if snapped_start > start else next_start
+        start = next_start
+        tokens.forget_before(start)
+
+
+class _TokenStream:
+    """The tokens of a text by global index, tokenised window by window as they are asked for;
+    those before the current passage are dropped, so memory stays at about one window."""
+
+    def __init__(self, windows: Iterator[TokenWindow]) -> None:
+        self.windows = windows
+        self.offsets: list[tuple[int, int]] = []  # tokens from global index `base` on
+        self.word_ids: list[tuple[int, int] | None] = []
+        self.base = 0
+        self.long_tokens: set[int] = set()  # global indices of tokens no passage may hold
+
+    @property
+    def loaded(self) -> int:
+        return self.base + len(self.offsets)
+
+    def start_char(self, i: int) -> int:
+        return self.offsets[i - self.base][0]
+
+    def end_char(self, i: int) -> int:
+        return self.offsets[i - self.base][1]
+
+    def has(self, i: int) -> bool:
+        """Whether token `i` exists, tokenising further windows until it is loaded."""
+        while i >= self.loaded:
+            window = next(self.windows, None)
+            if window is None:
+                return False
+            offsets, words, continues = window
+            first = self.loaded
+            self.long_tokens.update(first + k for k, (s, e) in enumerate(offsets) if e - s > LONG_TOKEN_CHARS)
+            if continues and self.offsets and words:
+                self._join_cut_run(first, words)
+            self.offsets.extend(offsets)
+            self.word_ids.extend(words)
+        return True
+
+    def _join_cut_run(self, first: int, words: list[tuple[int, int] | None]) -> None:
+        """A run the window cut is one word: when either part is a long token, both parts are."""
+        head = first
+        while head - first < len(words) and words[head - first] == words[0]:
+            head += 1
+        tail = first - 1
+        while tail - 1 >= self.base and self.word_ids[tail - 1 - self.base] == self.word_ids[first - 1 - self.base]:
+            tail -= 1
+        run = range(tail, head)
+        if any(i in self.long_tokens for i in run):
+            self.long_tokens.update(run)
+
+    def is_long(self, i: int) -> bool:
+        return i in self.long_tokens
+
+    def first_long(self, lower: int, upper: int) -> int | None:
+        if not self.long_tokens:
+            return None
+        return next((i for i in range(lower, upper) if i in self.long_tokens), None)
+
+    def word_start(self, i: int, lower: int) -> int:
+        """Move i back to the first token of its word, but not below `lower`."""
+        while i > lower:
+            word = self.word_ids[i - self.base]
+            if word is None or word != self.word_ids[i - 1 - self.base]:
+                break
+            i -= 1
+        return i
+
+    def forget_before(self, start: int) -> None:
+        if start - self.base > len(self.offsets) // 2:
+            del self.offsets[: start - self.base], self.word_ids[: start - self.base]
+            self.base = start
+
+
+def left_out(text: str, spans: list[PassageSpan], min_chars: int = LONG_TOKEN_CHARS) -> list[tuple[int, int]]:
+    """(start, end) of each stretch of `text` over `min_chars` characters, not counting
+    whitespace, that no span covers: what `split_into_passages` left out."""
+    gaps: list[tuple[int, int]] = []
+    covered = 0
+    for span in [*spans, PassageSpan(-1, len(text), len(text))]:
+        gap = text[covered : span.start_char] if span.start_char > covered else ""
+        if len(gap.strip()) > min_chars:
+            start = covered + len(gap) - len(gap.lstrip())
+            gaps.append((start, start + len(gap.strip())))
+        covered = max(covered, span.end_char)
+    return gaps

@@ -1,0 +1,47 @@
+"""How a passage reads to every model and to BM25: one function, so training and serving agree.
+
+The bi-encoder, the reranker and every training-pair builder call
+`passage_text(title, text)`; BM25 calls `indexer.store.bm25_store.bm25_document`, the same with
+the title written more than once (a field weight). A passage carries its document title in front,
+because a title word is evidence for every passage of its document (BEIR's
+Elasticsearch baseline and SBERT's BEIR runs do the same). A Markdown file's
+title is its first heading, already at the start of its text, so it is not
+repeated.
+"""
+
+from __future__ import annotations
+
+# Room for the title prefix of what the bi-encoder reads: at most 32 tokens, and at most an
+# eighth of what the model reads, so that the passage always fits.
+MAX_TITLE_TOKENS = 32
+
+
+def passage_text(title: str, text: str) -> str:
+    """`title` and `text` joined by a newline; the text alone when the title is empty or already
+    opens it, and the title alone when the text is empty."""
+    title = title.strip()
+    if not text.strip():
+        return title
+    if not title or text.lstrip("# \n").startswith(title):
+        return text
+    return f"{title}\n{text}"
+
+
+def title_token_budget(model_max: int) -> int:
+    return min(MAX_TITLE_TOKENS, model_max // 8)
+
+
+def embedded_title(title: str, model) -> str:
+    """The title as embedded: cut to its token budget so the passage always fits."""
+    if not title:
+        return ""
+    budget = title_token_budget(int(model.max_seq_length))
+    ids = model.tokenizer(title, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+    return title if len(ids) <= budget else model.tokenizer.decode(ids[:budget])
+
+
+def bi_encoder_input(title: str, passage: str, model, embed_titles: bool) -> str:
+    """What the bi-encoder reads for a passage of a document titled `title`: the one rule for
+    the build, a repair's re-embedding and the app's relevance labels (`embed_titles` is the
+    index's setting)."""
+    return passage_text(embedded_title(title, model) if embed_titles else "", passage)

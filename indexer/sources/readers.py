@@ -1,0 +1,615 @@
+"""Turn a source path into documents: a folder of text files, .jsonl, .csv, or a BEIR corpus.
+
+Text is accepted by content, not by extension: a README, `.rst`, `.log` or a file
+without an extension is one document when its bytes decode as text (binary is
+told by NUL bytes, as `_decode` does), and a gzip-compressed file is read as
+what it holds (`notes.txt.gz`, `corpus.jsonl.gz`). Only `.jsonl` and `.csv` are
+read as records, one document each.
+
+Bad records never stop a build by default: each is reported through `on_issue`
+with its file and line and skipped. The caller decides whether an issue is fatal
+(`--strict`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import errno
+import gzip
+import io
+import json
+import logging
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
+from indexer.sources.documents import (
+    DEFAULT_MAX_DOCUMENT_CHARS,
+    Document,
+    InputIssue,
+    document_too_long,
+    has_visible_text,
+    path_problem,
+    validate_document,
+)
+
+logger = logging.getLogger(__name__)
+
+RECORD_SUFFIXES = (".jsonl", ".csv")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+# Suffixes that only say "text": the title drops them ("notes.txt" -> "notes"); any other
+# name is kept whole as the title ("README.Debian", "MPL-1.1").
+PLAIN_TEXT_SUFFIXES = (".txt", ".text", ".rst", *MARKDOWN_SUFFIXES)
+GZIP_SUFFIX = ".gz"
+_GZIP_MAGIC = b"\x1f\x8b"
+# Generous for UTF-8 text: a decompressed file larger than this many bytes per allowed
+# character cannot hold an acceptable document, so it is refused before it fills memory.
+_MAX_BYTES_PER_CHAR = 4
+_SNIFF_BYTES = 8192
+# The csv module refuses fields over 128 KiB by default; a document's size is limited
+# by `max_document_chars` instead, with a message that says how to raise it.
+_CSV_FIELD_LIMIT = 2**31 - 1
+
+# UTF-32 first: its little-endian BOM begins with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+)
+
+# Formats whose first bytes may all be printable, so the NUL test alone could miss them.
+_BINARY_SIGNATURES = (
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a ZIP archive, or a .docx/.xlsx/.odt inside one"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x7fELF", "an executable"),
+)
+
+IssueHandler = Callable[[InputIssue], None]
+
+_EMPTY = "empty document"
+_INVISIBLE = ("empty document: it holds only invisible characters (zero-width spaces, byte-order "
+              "marks, soft hyphens, control or private-use characters); give it visible text")
+
+
+def _log_issue(issue: InputIssue) -> None:
+    logger.warning("skipped %s", issue)
+
+
+def _looks_like_utf16(head: bytes) -> bool:
+    """NUL bytes in nearly every other position: ASCII-range text saved as UTF-16 without a BOM."""
+    even, odd = head[0::2], head[1::2]
+    if not even or not odd:
+        return False
+    even_nul, odd_nul = even.count(0) / len(even), odd.count(0) / len(odd)
+    return max(even_nul, odd_nul) >= 0.5 and min(even_nul, odd_nul) <= 0.05
+
+
+def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
+    """Text of a file in UTF-8, or UTF-16/UTF-32 with a byte-order mark."""
+    kind = next((kind for magic, kind in _BINARY_SIGNATURES if raw.startswith(magic)), None)
+    if kind is not None:
+        on_issue(InputIssue(label, None, f"binary file ({kind}); only text is indexed: extract "
+                            "its text to a .txt file first"))
+        return None
+    bom, encoding, name = next(
+        ((bom, enc, name) for bom, enc, name in _BOMS if raw.startswith(bom)), (b"", "utf-8", "UTF-8")
+    )
+    if not bom and b"\x00" in raw[:_SNIFF_BYTES]:
+        problem = "binary file (it holds NUL bytes); only text is indexed"
+        if _looks_like_utf16(raw[:_SNIFF_BYTES]):
+            problem += "; if this is UTF-16, re-save as UTF-8"
+        on_issue(InputIssue(label, None, problem))
+        return None
+    body = memoryview(raw)[len(bom) :]
+    try:
+        return codecs.decode(body, encoding)
+    except UnicodeDecodeError as err:
+        line = codecs.decode(body[: err.start], encoding, errors="replace").count("\n") + 1
+        on_issue(
+            InputIssue(
+                label,
+                line,
+                f"invalid {name} at byte {len(bom) + err.start}; re-save the file as UTF-8",
+            )
+        )
+        return None
+
+
+def _gunzip(raw: bytes, label: str, on_issue: IssueHandler, limit: int | None) -> bytes | None:
+    """The bytes a gzip file holds, refused past `limit` bytes (a gzip bomb never fills memory)."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            data = fh.read(-1 if limit is None else limit + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        on_issue(InputIssue(label, None, f"damaged gzip file ({err}); re-compress it or index it uncompressed"))
+        return None
+    if limit is not None and len(data) > limit:
+        on_issue(InputIssue(label, None, f"gzip file holds more than {limit:,} bytes, more than a "
+                            "document may hold; split it or raise --max-document-chars"))
+        return None
+    return data
+
+
+def _read_text(path: Path, label: str, on_issue: IssueHandler, limit: int | None = None) -> str | None:
+    """The text of a file, decompressed first when it is gzip (by its magic bytes, not its name)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        on_issue(InputIssue(label, None, f"unreadable ({err.strerror or err})"))
+        return None
+    if raw.startswith(_GZIP_MAGIC):
+        raw = _gunzip(raw, label, on_issue, limit)
+        if raw is None:
+            return None
+    return _decode(raw, on_issue, label)
+
+
+def content_name(path: Path) -> str:
+    """The file's name without a trailing `.gz`: what the file holds ("notes.md.gz" -> "notes.md")."""
+    name = path.name
+    return name[: -len(GZIP_SUFFIX)] if name.lower().endswith(GZIP_SUFFIX) and len(name) > 3 else name
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) split on "\\n" only, a trailing "\\r" dropped.
+
+    `str.splitlines` also splits on U+2028, U+0085, \\x1c and others, which may stand
+    unescaped inside a valid JSON string; it would also copy the whole text at once.
+    """
+    start, line_no = 0, 1
+    while start <= len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        line = text[start:end]
+        yield line_no, line[:-1] if line.endswith("\r") else line
+        start, line_no = end + 1, line_no + 1
+
+
+def _title_from_text(text: str, fallback: str) -> str:
+    """A Markdown file's first heading, else the file name."""
+    for line_no, line in _lines(text):
+        if line_no > 20:
+            break
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            return stripped.lstrip("#").strip() or fallback
+    return fallback
+
+
+def _rst_title(text: str, fallback: str) -> str:
+    """A reStructuredText file's first title: a line underlined (and perhaps overlined) by = - ~ etc."""
+    previous = ""
+    for line_no, line in _lines(text):
+        if line_no > 30:
+            break
+        stripped = line.strip()
+        underline = len(stripped) >= 3 and len(set(stripped)) == 1 and stripped[0] in "=-~^*#+"
+        if underline and previous and len(stripped) >= len(previous):
+            return previous
+        previous = "" if underline else stripped
+    return fallback
+
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def text_title(name: str, text: str) -> str:
+    """The title of a text document named `name` (without `.gz`): a Markdown or reST heading,
+    else the name less a plain-text suffix ("notes.txt" -> "notes", "README.Debian" stays).
+    A title is one line: control characters in a file name (a newline) become a space."""
+    return _CONTROLS.sub(" ", _text_title(name, text)).strip() or "untitled"
+
+
+def _text_title(name: str, text: str) -> str:
+    suffix = Path(name).suffix.lower()
+    fallback = Path(name).stem if suffix in PLAIN_TEXT_SUFFIXES else name
+    if suffix in MARKDOWN_SUFFIXES:
+        return _title_from_text(text, fallback)
+    if suffix == ".rst":
+        return _rst_title(text, fallback)
+    return fallback
+
+
+def read_text_file(
+    path: Path,
+    label: str,
+    on_issue: IssueHandler,
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> Iterator[Document]:
+    if max_document_chars is not None:
+        # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
+        # larger file is refused without reading it into memory.
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # reading it reports why it is unreadable
+        if size > _MAX_BYTES_PER_CHAR * max_document_chars + 4:
+            size_text = f"{size:,} bytes (at least {(size - 4) // 4:,} characters)"
+            on_issue(InputIssue(label, None, document_too_long(size_text, max_document_chars)))
+            return
+    limit = None if max_document_chars is None else _MAX_BYTES_PER_CHAR * max_document_chars + 4
+    text = _read_text(path, label, on_issue, limit)
+    if text is None:
+        return
+    if not has_visible_text(text):
+        on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
+        return
+    yield Document(doc_id=label, title=text_title(content_name(path), text), text=text, source=label)
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _record_id(row: dict[str, Any], label: str, line_no: int) -> tuple[str | None, str | None]:
+    """(id, None) for a usable id, else (None, problem); a record without one is named by its line.
+
+    Only strings and integers are ids: `str()` of true, 1.5 or a list would silently make
+    an id ("True", "1.5", "['a']") that the user never wrote.
+    """
+    key = "id" if "id" in row else "_id" if "_id" in row else None
+    if key is None:
+        return f"{label}#L{line_no}", None
+    raw = row[key]
+    if isinstance(raw, str):
+        return raw, None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw), None
+    shown = json.dumps(raw)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    example = shown if isinstance(raw, bool | float) else "doc-1"
+    return None, (
+        f"'{key}' is {_json_kind(raw)} ({shown}); an id must be a string or an integer: "
+        f'write it as a string, e.g. "{key}": "{example}", or leave \'{key}\' out to name '
+        "the record by its line"
+    )
+
+
+def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
+    """Lines of {id, title, text, ...}; BEIR's `_id` works as the id, other fields become metadata."""
+    text = _read_text(path, label, on_issue)
+    if text is None:
+        return
+    for line_no, line in _lines(text):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            on_issue(InputIssue(label, line_no, f"malformed JSON ({err.msg})"))
+            continue
+        except (ValueError, RecursionError) as err:  # a 5,000-digit number, or nesting too deep
+            on_issue(InputIssue(label, line_no, f"malformed JSON ({err})"))
+            continue
+        if not isinstance(row, dict):
+            on_issue(InputIssue(label, line_no, "a JSON line must be an object with a 'text' field"))
+            continue
+        body = row.get("text")
+        if body is not None and not isinstance(body, str):
+            on_issue(
+                InputIssue(label, line_no, f"'text' is {_json_kind(body)}; it must be a string")
+            )
+            continue
+        doc_id, problem = _record_id(row, label, line_no)
+        if not body or not has_visible_text(body):
+            blank = "empty document (no 'text' field or it is blank)" if not body or not body.strip() \
+                else _INVISIBLE
+            on_issue(InputIssue(label, line_no, blank, doc_id=doc_id))
+            continue
+        if doc_id is None:
+            on_issue(InputIssue(label, line_no, problem or "unusable id"))
+            continue
+        title = str(row.get("title") or "")
+        metadata = {k: v for k, v in row.items() if k not in ("id", "_id", "title", "text")}
+        nested = metadata.pop("metadata", None)
+        if isinstance(nested, dict):
+            metadata.update(nested)
+        yield Document(
+            doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=line_no
+        )
+
+
+_DELIMITERS = {",": "comma", "\t": "tab", ";": "semicolon"}
+
+
+def _delimiter(text: str) -> str:
+    """The CSV's field separator, told by its header line: the commonest of comma, tab and
+    semicolon there (comma on a tie or when there is none), so a tab-separated file saved as
+    .csv is read by its columns instead of as one column named by its whole header."""
+    end = text.find("\n")
+    header = text[: end if end >= 0 else len(text)]
+    counts = {sep: header.count(sep) for sep in _DELIMITERS}
+    best = max(counts, key=lambda sep: (counts[sep], sep == ","))
+    return best if counts[best] else ","
+
+
+def read_csv_file(
+    path: Path,
+    label: str,
+    on_issue: IssueHandler,
+    id_column: str = "id",
+    title_column: str = "title",
+    text_column: str = "text",
+) -> Iterator[Document]:
+    """Rows under a header line; a quoted field keeps its newlines, and an issue names the
+    line where its record starts."""
+    text = _read_text(path, label, on_issue)
+    if text is None:
+        return
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+    # newline="" hands the csv module the line endings untouched, as its docs require,
+    # so a quoted field spanning lines keeps them.
+    delimiter = _delimiter(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        columns = next(reader, [])
+    except csv.Error as err:
+        on_issue(InputIssue(label, 1, f"malformed CSV header ({err})"))
+        return
+    if text_column not in columns:
+        optional = " and ".join(f"'{c}'" for c in (id_column, title_column))
+        on_issue(
+            InputIssue(
+                label,
+                1,
+                f"missing CSV column '{text_column}' (columns, {_DELIMITERS[delimiter]}-separated: "
+                f"{', '.join(columns) or 'none'}); "
+                f"the first row must name the columns, one of them '{text_column}' for the text "
+                f"(and optionally {optional})",
+                cli_hint="or map your columns with --csv-text/--csv-title/--csv-id",
+            )
+        )
+        return
+    last_line = reader.line_num
+    while True:
+        row_no = last_line + 1
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            on_issue(InputIssue(label, row_no, f"malformed CSV ({err}); the rest of the file is skipped"))
+            return
+        last_line = reader.line_num
+        if not values:
+            continue
+        if len(values) > len(columns) and any(v.strip() for v in values[len(columns) :]):
+            on_issue(
+                InputIssue(
+                    label,
+                    row_no,
+                    f"row has {len(values)} fields but the header has {len(columns)}; "
+                    'put a field that holds commas in double quotes ("...")',
+                )
+            )
+            continue
+        row: dict[str, str | None] = dict.fromkeys(columns)
+        row.update(zip(columns, values, strict=False))
+        body = row.get(text_column) or ""
+        raw_id = row.get(id_column)
+        doc_id = raw_id if raw_id else f"{label}#L{row_no}"
+        if not has_visible_text(body):
+            blank = f"empty document (column '{text_column}' is blank)" if not body.strip() else _INVISIBLE
+            on_issue(InputIssue(label, row_no, blank, doc_id=doc_id))
+            continue
+        title = row.get(title_column) or ""
+        metadata = {
+            k: v for k, v in row.items() if k not in (id_column, title_column, text_column) and k
+        }
+        yield Document(
+            doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=row_no
+        )
+
+
+def _is_beir_folder(folder: Path) -> bool:
+    return (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file()
+
+
+def _follow_symlink(link: Path, label: str, root_real: Path) -> tuple[Path | None, str | None]:
+    """(the file a symlink stands for, None), or (None, why it is skipped) or (None, None)
+    for a link to a folder inside the source, whose files are read where they lie."""
+    try:
+        target = Path(os.path.realpath(link, strict=True))
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return None, (
+                f"symlink loop ({label} -> {os.readlink(link)} never reaches a file); "
+                "fix or remove the link"
+            )
+        return None, f"broken symlink (its target {os.readlink(link)} does not exist); fix or remove the link"
+    if target.is_dir() and Path(os.path.realpath(link.parent)).is_relative_to(target):
+        return None, f"symlink loop ({label} -> {target}, a folder that holds the link); not followed"
+    if not target.is_relative_to(root_real):
+        what = "folder" if target.is_dir() else "file"
+        fix = (
+            "copy the file into the folder, or index its folder directly"
+            if what == "file"
+            else "copy the folder into the source, or index it directly"
+        )
+        return None, f"symlink to {target}, a {what} outside the source folder; not followed: {fix}"
+    if target.is_dir():
+        return None, None
+    if not target.is_file():
+        return None, f"symlink to {target}, which is not a regular file (a pipe, socket or device)"
+    return target, None
+
+
+def looks_like_index(folder: Path) -> bool:
+    """Whether `folder` is a semsearch index folder: its manifest beside its store or vectors."""
+    if not (folder / MANIFEST).is_file():
+        return False
+    return (folder / SQLITE_FILE).exists() or any(folder.glob(f"{VECTOR_PREFIX}*{VECTOR_SUFFIX}"))
+
+
+def _beir_files(source: Path, on_issue: IssueHandler) -> list[Path]:
+    """A BEIR folder's corpus.jsonl; any other file but its queries and qrels is named as ignored."""
+    others = sorted(p.relative_to(source).as_posix() for p in source.rglob("*")
+                    if p.is_file() and not p.name.startswith(".")
+                    and p.name not in ("corpus.jsonl", "queries.jsonl")
+                    and "qrels" not in p.relative_to(source).parts)
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        on_issue(InputIssue(".", None, f"this is a BEIR folder (corpus.jsonl beside queries.jsonl), "
+                            f"so only corpus.jsonl is indexed; {len(others)} other file(s) ignored: "
+                            f"{shown}. Index them as a source of their own", retains_stored=False))
+    return [source / "corpus.jsonl"]
+
+
+def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
+                      exclude: Path | None = None) -> list[Path]:
+    """The files a source stands for; a BEIR folder stands for its corpus.jsonl only.
+
+    A folder is walked without following links to folders (their files inside the source
+    are read where they lie). A symlink that loops, is broken or leads outside the source is
+    reported and skipped: indexing a file from elsewhere without saying so would surprise.
+    A file reached by several paths (a symlink or a hard link to a file inside the source) is
+    listed once, under the first of its paths that is not a symlink, and the others are named.
+    Hidden files, `exclude` (the index being built) and any index folder are skipped.
+    """
+    source = Path(source)
+    if not source.exists():
+        raise FileNotFoundError(
+            f"Source {source} does not exist. Pass a folder of .txt/.md files, a .jsonl, "
+            "a .csv, or a BEIR folder holding corpus.jsonl."
+        )
+    if source.is_file():
+        return [source]
+    if _is_beir_folder(source):
+        return _beir_files(source, on_issue)
+    root_real = Path(os.path.realpath(source))
+    excluded = Path(os.path.realpath(exclude)) if exclude is not None else None
+    files: list[Path] = []
+    folders = [source]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as err:
+            label = folder.relative_to(source).as_posix()
+            on_issue(InputIssue(label, None, f"unreadable folder ({err.strerror or err})"))
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            label = path.relative_to(source).as_posix()
+            if entry.is_symlink():
+                if entry.name.startswith("."):
+                    continue
+                target, problem = _follow_symlink(path, label, root_real)
+                if problem:
+                    on_issue(InputIssue(label, None, problem))
+                if target is not None:
+                    files.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                if Path(os.path.realpath(path)) == excluded or looks_like_index(path):
+                    on_issue(InputIssue(label, None, "an index folder (the index being built, or "
+                                        "another one); its files are not indexed",
+                                        retains_stored=False))
+                else:
+                    folders.append(path)
+            elif entry.name.startswith("."):
+                continue
+            elif entry.is_file(follow_symlinks=False):
+                files.append(path)
+            else:
+                on_issue(InputIssue(label, None, "not a regular file (a pipe, socket or device)"))
+    return _once_per_file(sorted(files), source, on_issue)
+
+
+def _once_per_file(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
+    """`files` with each file once: the same file reached by several paths is one document."""
+    by_file: dict[tuple[int, int], list[Path]] = {}
+    for path in files:
+        try:
+            st = path.stat()
+        except OSError:
+            by_file[(-1, len(by_file))] = [path]  # reading it reports why
+            continue
+        by_file.setdefault((st.st_dev, st.st_ino), []).append(path)
+    keep: set[Path] = set()
+    for paths in by_file.values():
+        first = min(paths, key=lambda p: (p.is_symlink(), p.as_posix()))
+        keep.add(first)
+        for other in paths:
+            if other != first:
+                on_issue(InputIssue(other.relative_to(source).as_posix(), None,
+                                    f"the same file as {first.relative_to(source).as_posix()} (a "
+                                    "link to it), which is indexed once, under that name",
+                                    retains_stored=False))
+    return [path for path in files if path in keep]
+
+
+def read_documents(
+    source: Path,
+    on_issue: IssueHandler = _log_issue,
+    csv_columns: tuple[str, str, str] = ("id", "title", "text"),
+    *,
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+    exclude: Path | None = None,
+) -> Iterator[Document]:
+    """Yield every usable document under `source`, reporting the rest through `on_issue`.
+
+    `exclude` is a folder never read (the index being built, when it lies inside the source).
+    Each document passes `validate_document` (the same rules on every database) and
+    `max_document_chars` (None: no limit). Ids are unique within one read: the first
+    occurrence wins, and a later one is skipped with an issue naming both places.
+    """
+    if max_document_chars is not None and max_document_chars < 1:
+        raise ValueError(
+            f"max_document_chars ({max_document_chars}) must be at least 1, or None for no limit."
+        )
+    source = Path(source)
+    root = source if source.is_dir() else source.parent
+    seen: dict[str, str] = {}
+    for path in list_source_files(source, on_issue, exclude):
+        label = path.relative_to(root).as_posix() if source.is_dir() else path.name
+        suffix = Path(content_name(path)).suffix.lower()
+        problem = path_problem(label, names_document=suffix not in RECORD_SUFFIXES)
+        if problem:
+            on_issue(InputIssue(label, None, problem))
+            continue
+        if suffix == ".jsonl":
+            docs = read_jsonl_file(path, label, on_issue)
+        elif suffix == ".csv":
+            docs = read_csv_file(path, label, on_issue, *csv_columns)
+        else:  # any other file is text if its content decodes as text
+            docs = read_text_file(path, label, on_issue, max_document_chars)
+        for doc in docs:
+            problem = validate_document(doc, max_document_chars)
+            if problem:
+                on_issue(InputIssue(label, doc.line, problem, doc_id=doc.doc_id))
+                continue
+            if doc.doc_id in seen:
+                on_issue(
+                    InputIssue(
+                        label,
+                        doc.line,
+                        f"duplicate document id '{doc.doc_id}' (first seen at {seen[doc.doc_id]}); "
+                        "kept the first",
+                        doc_id=doc.doc_id,
+                    )
+                )
+                continue
+            seen[doc.doc_id] = doc.location
+            yield doc

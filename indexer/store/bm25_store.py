@@ -1,0 +1,336 @@
+"""The lexical side of an index: BM25 over the same passages as FAISS, keyed by passage id.
+
+Scoring is Lucene's BM25 variant (Robertson & Zaragoza 2009; Kamphuis et al.
+2020, "Which BM25 do you mean?") as implemented by bm25s, with k1=0.9, b=0.4
+(Anserini's defaults, used for BEIR's BM25 baseline), English stop words and
+the Snowball English stemmer from PyStemmer. A passage's BM25 document is
+`bm25_document(title, text)`: its document's title, written `TITLE_REPEATS`
+times, then the passage text, so a title word matches every passage of its
+document (as in BEIR's Elasticsearch baseline) and counts as a few words of
+text would, as a field boost does in a search engine.
+
+bm25s cannot add or remove documents from a built index. A small index is
+rebuilt from all passages whenever they change (SciFact's 10,342 passages take
+about 1.7 s). A large one takes its additions as *delta segments*
+(`BM25Store.build_delta`), scored with the collection statistics of the base
+segment (its document count, mean length and document frequencies, frozen at
+its build), as Lucene scores a segment with statistics that are not its own:
+every segment then scores a passage as one BM25 over the whole collection
+would, with statistics as of the last full build. `indexer.store.segments` decides
+when the drift is large enough to rebuild. Like the FAISS module, this one
+never imports SQLAlchemy: it takes ids and texts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import scipy.sparse as sp
+import Stemmer
+from bm25s.scoring import (
+    _build_scores_and_indices_for_matrix,
+    _calculate_doc_freqs,
+    _score_idf_lucene,
+)
+
+# bm25s sets its own logger to DEBUG at import, which would print a line per build in
+# every CLI that configures logging; its messages are progress notes, not warnings.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+K1 = 0.9
+B = 0.4
+METHOD = "lucene"
+STOPWORDS = "en"
+STEMMER_LANGUAGE = "english"
+IDS_FILE = "passage_ids.npy"
+META_FILE = "semsearch_bm25.json"
+VOCAB_FILE = "vocab.index.json"  # bm25s's names for its vocabulary and CSC column pointers
+INDPTR_FILE = "indptr.csc.index.npy"
+FORMAT = 1
+# Times a passage's document title is written in its BM25 document. Chosen on the dev sets with
+# the hybrid setting (bench/bench_relevance.py, "BM25 title weight"): written 2 or 3 times, the
+# default hybrid scores higher on SciFact train queries and on Wikipedia leads than with the title
+# once; 3 has the larger mean gain. A folder records the count it was built with; delta segments
+# keep their base's.
+TITLE_REPEATS = 3
+# What folders from before the setting was recorded were built with.
+LEGACY_TITLE_REPEATS = 1
+
+
+def bm25_document(title: str, text: str, title_repeats: int = TITLE_REPEATS) -> str:
+    """The text BM25 indexes for one passage: the title `title_repeats` times in all, then `text`.
+
+    A title that already opens the text (a Markdown file's first heading) counts as one of them,
+    as `passage_text` counts it; `title_repeats=1` gives `passage_text(title, text)` itself.
+    """
+    if title_repeats < 0:
+        raise ValueError(f"title_repeats ({title_repeats}) must be 0 or more.")
+    title = title.strip()
+    if not title or not title_repeats:
+        return text
+    copies = title_repeats - 1 if text.strip() and text.lstrip("# \n").startswith(title) else title_repeats
+    return "\n".join([title] * copies + ([text] if text.strip() else []))
+
+
+@dataclass(frozen=True)
+class BM25Stats:
+    """The collection statistics a base segment was scored with; delta segments reuse them."""
+
+    n_docs: int
+    avg_doc_len: float
+    vocab: dict[str, int]  # term -> column of `df`
+    df: np.ndarray  # documents holding each term
+    title_repeats: int = LEGACY_TITLE_REPEATS  # how the base wrote titles: deltas write them alike
+
+    def idf(self, term: str) -> float | None:
+        column = self.vocab.get(term)
+        if column is None or column >= len(self.df) or not self.df[column]:
+            return None
+        return _score_idf_lucene(int(self.df[column]), self.n_docs)
+
+
+class _FrozenStatsBM25(bm25s.BM25):
+    """bm25s's Lucene BM25 with collection statistics given instead of measured on the corpus.
+
+    bm25s documents `build_index_from_ids` as the step to override for building
+    an index another way; this one uses bm25s's own document-frequency and
+    scoring functions, with the base segment's idf and mean length.
+    """
+
+    def __init__(self, stats: BM25Stats, vocab: dict[str, int]) -> None:
+        super().__init__(k1=K1, b=B, method=METHOD)
+        self._stats = stats
+        self._vocab = vocab
+
+    def build_index_from_ids(self, unique_token_ids, corpus_token_ids, show_progress=True,
+                             leave_progress=False):
+        self.nonoccurrence_array = None  # Lucene BM25 has none
+        n_docs, n_vocab = len(corpus_token_ids), len(unique_token_ids)
+        doc_frequencies = _calculate_doc_freqs(corpus_token_ids, unique_token_ids, show_progress=False)
+        idf = np.zeros(n_vocab, dtype=self.dtype)
+        for term, column in self._vocab.items():
+            df = doc_frequencies.get(column, 0)
+            if df:  # a term the base lacks gets its idf from this segment's count
+                base = self._stats.idf(term)
+                idf[column] = base if base is not None else _score_idf_lucene(df, self._stats.n_docs + n_docs)
+        flat, rows, columns = _build_scores_and_indices_for_matrix(
+            corpus_token_ids=corpus_token_ids, idf_array=idf, avg_doc_len=self._stats.avg_doc_len,
+            doc_frequencies=doc_frequencies, k1=self.k1, b=self.b, delta=self.delta,
+            nonoccurrence_array=None, method=self.method, dtype=self.dtype,
+            int_dtype=self.int_dtype, show_progress=False)
+        matrix = sp.csc_matrix((flat, (rows, columns)), shape=(n_docs, n_vocab), dtype=self.dtype)
+        return {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
+                "num_docs": n_docs}
+
+
+class BM25Store:
+    """A bm25s index whose row i is the passage with id `ids[i]`; score 0 means no query term matched.
+
+    An empty store (no passages) keeps no bm25s index, since bm25s cannot build one.
+    """
+
+    def __init__(self, ids: np.ndarray, index: bm25s.BM25 | None, avg_doc_len: float | None = None,
+                 frozen_from: str | None = None, title_repeats: int = LEGACY_TITLE_REPEATS) -> None:
+        self._ids = np.ascontiguousarray(ids, dtype=np.int64)
+        self._index = index
+        self.avg_doc_len = avg_doc_len  # None in folders written before delta segments existed
+        self.frozen_from = frozen_from  # a delta: the base folder whose statistics it was scored with
+        self.title_repeats = title_repeats  # what `bm25_document` was given for these texts
+        self._stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
+        # PyStemmer objects are not thread-safe, and Streamlit serves sessions from threads.
+        self._stemmer_lock = threading.Lock()
+
+    @classmethod
+    def build(cls, ids: Sequence[int] | np.ndarray, texts: Sequence[str],
+              title_repeats: int = LEGACY_TITLE_REPEATS) -> BM25Store:
+        """A base over `texts`; `title_repeats` records how they wrote their titles
+        (`bm25_document`), for the delta segments that follow."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} ids for {len(texts)} texts.")
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError("passage ids must be unique; the same id appears more than once.")
+        store = cls(ids, None, title_repeats=title_repeats)
+        if len(ids):
+            tokens = store._tokenize(list(texts), return_ids=True)
+            index = bm25s.BM25(k1=K1, b=B, method=METHOD)
+            index.index(tokens, show_progress=False)
+            store._index = index
+            store.avg_doc_len = float(np.mean([len(doc) for doc in tokens.ids]))
+        return store
+
+    @classmethod
+    def build_delta(cls, ids: Sequence[int] | np.ndarray, texts: Sequence[str], stats: BM25Stats,
+                    frozen_from: str) -> BM25Store:
+        """A delta segment over `texts`, scored with the base segment's `stats` (see the module doc)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} ids for {len(texts)} texts.")
+        store = cls(ids, None, stats.avg_doc_len, frozen_from, stats.title_repeats)
+        if len(ids):
+            tokens = store._tokenize(list(texts), return_ids=True)
+            index = _FrozenStatsBM25(stats, tokens.vocab)
+            index.index(tokens, show_progress=False)
+            store._index = index
+        return store
+
+    @staticmethod
+    def stats_of(path: Path | str) -> BM25Stats | None:
+        """The statistics of the base folder at `path`, read without loading its scores; None for
+        a folder that predates them or holds no passages (the caller then rebuilds in full)."""
+        path = Path(path)
+        meta = json.loads((path / META_FILE).read_text())
+        if meta.get("avg_doc_len") is None or not meta.get("passages"):
+            return None
+        vocab = json.loads((path / VOCAB_FILE).read_text())
+        df = np.diff(np.load(path / INDPTR_FILE))
+        return BM25Stats(int(meta["passages"]), float(meta["avg_doc_len"]), vocab, df,
+                         int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
+
+    @classmethod
+    def load(cls, path: Path | str) -> BM25Store:
+        path = Path(path)
+        if not (path / IDS_FILE).is_file():
+            raise FileNotFoundError(
+                f"BM25 folder {path} is missing or incomplete. Rebuild the index with "
+                "`python -m indexer build --source PATH --index DIR --rebuild`."
+            )
+        meta = json.loads((path / META_FILE).read_text())
+        if meta.get("format") != FORMAT:
+            raise ValueError(
+                f"BM25 folder {path} has format {meta.get('format')}, this version reads {FORMAT}. "
+                "Rebuild the index with --rebuild."
+            )
+        ids = np.load(path / IDS_FILE)
+        index = bm25s.BM25.load(str(path), show_progress=False) if len(ids) else None
+        return cls(ids, index, meta.get("avg_doc_len"), meta.get("frozen_from"),
+                   int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
+
+    @property
+    def ntotal(self) -> int:
+        return len(self._ids)
+
+    def ids(self) -> np.ndarray:
+        return self._ids.copy()
+
+    def _tokenize(self, texts: list[str], return_ids: bool):
+        with self._stemmer_lock:
+            return bm25s.tokenize(
+                texts,
+                stopwords=STOPWORDS,
+                stemmer=self._stemmer,
+                return_ids=return_ids,
+                show_progress=False,
+            )
+
+    def rows_of(self, ids: np.ndarray) -> np.ndarray:
+        """A mask over this store's rows: True where the row's passage id is in `ids`."""
+        return np.isin(self._ids, ids)
+
+    def search(self, query: str, n: int, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of at most n passages sharing a term with `query`, best first.
+
+        Passages scoring 0 match no query term and are left out, so a query of
+        only stop words or unknown words returns nothing. Ties go to the lower id.
+        `exclude` (a mask from `rows_of`) leaves out deleted passages.
+        """
+        if self._index is None or n < 1:
+            return np.empty(0, dtype=np.float32), np.empty(0, dtype=np.int64)
+        terms = self._tokenize([query], return_ids=False)[0]
+        term_ids = self._index.get_tokens_ids(terms)
+        if not term_ids:
+            return np.empty(0, dtype=np.float32), np.empty(0, dtype=np.int64)
+        scores = self._index.get_scores_from_ids(term_ids)
+        if exclude is not None:
+            scores[exclude] = 0
+        matched = np.flatnonzero(scores > 0)
+        if len(matched) > n:
+            matched = matched[np.argpartition(-scores[matched], n - 1)[:n]]
+        order = np.lexsort((matched, -scores[matched]))
+        rows = matched[order]
+        return scores[rows].astype(np.float32), self._ids[rows]
+
+    def save(self, path: Path | str) -> Path:
+        """Write into a temp folder beside `path`, fsync every file, then rename it to `path`.
+
+        The rename is atomic, so a reader sees either no folder or a complete one.
+        `path` must not exist yet: builds write a new versioned folder each time.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        try:
+            if self._index is not None:
+                self._index.save(str(tmp), show_progress=False)
+            np.save(tmp / IDS_FILE, self._ids)
+            meta = {
+                "format": FORMAT,
+                "k1": K1,
+                "b": B,
+                "method": METHOD,
+                "stopwords": STOPWORDS,
+                "stemmer": STEMMER_LANGUAGE,
+                "passages": self.ntotal,
+                "avg_doc_len": self.avg_doc_len,
+                "frozen_from": self.frozen_from,
+                "title_repeats": self.title_repeats,
+            }
+            (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+            for file in tmp.iterdir():
+                with open(file, "rb") as fh:
+                    os.fsync(fh.fileno())
+            os.chmod(tmp, 0o755)
+            os.rename(tmp, path)
+        except BaseException:
+            for file in tmp.glob("*"):
+                file.unlink(missing_ok=True)
+            tmp.rmdir()
+            raise
+        _fsync_dir(path.parent)
+        return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def bm25_terms(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, term) for each word of `text` that BM25 indexes, in order.
+
+    `text[start:end]` is the word as written and `term` the stem BM25 stores
+    and matches on. This is `BM25Store`'s analysis (bm25s.tokenize with its
+    default token pattern, lower-case, the "en" stop words, the Snowball
+    English stemmer) redone with offsets, so a highlighter marks exactly the
+    words a BM25 search matched; stop words and one-letter words are left out,
+    as BM25 leaves them out.
+    """
+    import re
+
+    from bm25s.stopwords import STOPWORDS_EN
+
+    if STOPWORDS != "en":  # the only list wired here; keep it in step with BM25Store._tokenize
+        raise ValueError(f"bm25_terms knows the 'en' stop words only, not {STOPWORDS!r}.")
+    lowered = text.lower()  # as bm25s does, on the whole text (Greek final sigma depends on context)
+    # Lower-casing may lengthen a character ("İ" -> "i" + a combining dot): map offsets back.
+    source = range(len(text))
+    if len(lowered) != len(text):
+        source = [i for i, char in enumerate(text) for _ in char.lower()]
+    stop = set(STOPWORDS_EN)
+    words = [m for m in re.finditer(r"(?u)\b\w\w+\b", lowered) if m.group() not in stop]
+    # A new stemmer per call: PyStemmer objects are not thread-safe, and one costs about a microsecond.
+    stems = Stemmer.Stemmer(STEMMER_LANGUAGE).stemWords([m.group() for m in words])
+    return [(source[m.start()], source[m.end() - 1] + 1, stem) for m, stem in zip(words, stems, strict=True)]

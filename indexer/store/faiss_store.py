@@ -1,0 +1,172 @@
+"""The vector side of an index: a FAISS `IndexIDMap2` over inner product on unit vectors.
+
+The index inside is exact (`Flat`) or one of the approximate types of
+`indexer.store.ann` (IVF, HNSW, IVF-PQ); its search parameter (nprobe or efSearch)
+is the one calibrated at build time. FAISS ids are the passage primary keys of
+the SQL store, so a hit maps straight to its row. This module never imports
+SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+# Below this many queries a search runs single-threaded (see `VectorStore.search`).
+_PARALLEL_MIN_QUERIES = 16
+
+
+def gpu_count() -> int:
+    """Number of GPUs faiss can use; 0 for faiss-cpu builds, which lack the GPU symbols."""
+    get = getattr(faiss, "get_num_gpus", None)
+    return int(get()) if get is not None else 0
+
+
+def to_gpu_if_available(index: faiss.Index) -> faiss.Index:
+    """Move the index onto all visible GPUs; a CPU-only build returns it unchanged."""
+    if gpu_count() == 0:
+        return index
+    logger.info("faiss sees %d GPU(s); searching on the GPU", gpu_count())
+    return faiss.index_cpu_to_all_gpus(index)
+
+
+def to_cpu(index: faiss.Index) -> faiss.Index:
+    """GPU indexes cannot be written to disk, so we copy to the CPU first."""
+    if gpu_count() > 0 and hasattr(faiss, "index_gpu_to_cpu"):
+        try:
+            return faiss.index_gpu_to_cpu(index)
+        except RuntimeError:  # already a CPU index
+            return index
+    return index
+
+
+class VectorStore:
+    """Unit-normalised vectors keyed by int64 ids; score = inner product = cosine."""
+
+    def __init__(self, index: faiss.Index) -> None:
+        self._index = index
+        self.search_param: tuple[str, int] | None = None  # ("nprobe", 16), ("efSearch", 64) or None
+
+    @property
+    def faiss_index(self) -> faiss.Index:
+        return self._index
+
+    def configure(self, param: str | None, value: int | None) -> None:
+        """Set the approximate index's search parameter (see `indexer.store.ann.calibrate`)."""
+        if param is None or value is None:
+            self.search_param = None
+            return
+        from indexer.store.ann import set_search_param
+
+        set_search_param(self._index, param, value)
+        self.search_param = (param, int(value))
+
+    def _params(self, exclude: faiss.IDSelector | None) -> faiss.SearchParameters | None:
+        """Per-search parameters; they replace the index's own, so they carry nprobe/efSearch too."""
+        if exclude is None:
+            return None
+        name, value = self.search_param or (None, None)
+        if name == "nprobe":
+            return faiss.SearchParametersIVF(sel=exclude, nprobe=value)
+        if name == "efSearch":
+            return faiss.SearchParametersHNSW(sel=exclude, efSearch=value)
+        return faiss.SearchParameters(sel=exclude)
+
+    @classmethod
+    def create(cls, dim: int) -> VectorStore:
+        if dim < 1:
+            raise ValueError(f"dimension ({dim}) must be positive.")
+        return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
+
+    @classmethod
+    def load(cls, path: Path | str, use_gpu: bool = True) -> VectorStore:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"Vector file {path} is missing. Rebuild the index with "
+                "`python -m indexer build --source PATH --index DIR --rebuild`."
+            )
+        index = faiss.read_index(str(path))
+        return cls(to_gpu_if_available(index) if use_gpu else index)
+
+    def on_gpu(self) -> VectorStore:
+        """This store on all visible GPUs; itself on a CPU-only build."""
+        moved = VectorStore(to_gpu_if_available(self._index))
+        moved.search_param = self.search_param
+        return moved
+
+    @property
+    def dim(self) -> int:
+        return int(self._index.d)
+
+    @property
+    def ntotal(self) -> int:
+        return int(self._index.ntotal)
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+            raise ValueError(f"vectors have shape {vectors.shape}; expected (n, {self.dim}).")
+        if len(ids) != len(vectors):
+            raise ValueError(f"{len(ids)} ids for {len(vectors)} vectors.")
+        if len(ids):
+            self._index.add_with_ids(vectors, ids)
+
+    def remove(self, ids: np.ndarray) -> int:
+        from indexer.store.ann import remove_ids
+
+        return remove_ids(self._index, ids)
+
+    def search(self, queries: np.ndarray, k: int,
+               exclude: faiss.IDSelector | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (n_queries, k); missing slots have id -1. `exclude` selects the
+        ids to leave out (deleted passages: see `indexer.store.segments`).
+
+        A handful of queries runs on one OpenMP thread: the FAISS wiki notes
+        that thread start-up dominates small batches, and on a busy machine
+        the threads wait on each other.
+        """
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim == 1:
+            queries = queries[None, :]
+        k = max(1, min(k, self.ntotal)) if self.ntotal else 1
+        params = self._params(exclude)
+        if len(queries) >= _PARALLEL_MIN_QUERIES or gpu_count() > 0:
+            return self._index.search(queries, k, params=params)
+        previous = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            return self._index.search(queries, k, params=params)
+        finally:
+            faiss.omp_set_num_threads(previous)
+
+    def ids(self) -> np.ndarray:
+        """All stored ids (an IndexIDMap2's `id_map`, or an IVF index's inverted lists)."""
+        from indexer.store.ann import stored_ids
+
+        return stored_ids(to_cpu(self._index))
+
+    def save(self, path: Path | str) -> Path:
+        """Write atomically: a temp file in the same folder, fsync, then rename over `path`."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            faiss.write_index(to_cpu(self._index), tmp_name)
+            with open(tmp_name, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.chmod(tmp_name, 0o644)
+            os.replace(tmp_name, path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        return path

@@ -1,0 +1,100 @@
+"""SQL schema of an index: documents, their passages, and one row of index info.
+
+Row ids are never reused (SQLite AUTOINCREMENT; PostgreSQL sequences never go
+back). A passage's id is its FAISS id, so a searcher still holding an older
+build's vectors can only ever read that passage's own text, or nothing once
+it is deleted, never another passage that took over its id.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from indexer.sources.documents import MAX_ID_CHARS
+
+# Bumped when the tables change shape; an index of another format must be rebuilt.
+SCHEMA_FORMAT = 2
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class DocumentRow(Base):
+    """`origin` is the source a build read the document from (a folder or file, resolved), so a
+    build prunes only documents of its own source; `source` is the file within it."""
+
+    __tablename__ = "semsearch_documents"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    doc_key: Mapped[str] = mapped_column(String(MAX_ID_CHARS), unique=True, index=True)
+    title: Mapped[str] = mapped_column(Text, default="")
+    origin: Mapped[str] = mapped_column(Text, default="", index=True)
+    source: Mapped[str] = mapped_column(Text, default="")
+    text: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    indexed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+    passages: Mapped[list[PassageRow]] = relationship(
+        back_populates="document", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class PassageRow(Base):
+    """A passage's primary key is its FAISS id and its BM25 id."""
+
+    __tablename__ = "semsearch_passages"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("semsearch_documents.id", ondelete="CASCADE"), index=True
+    )
+    ordinal: Mapped[int] = mapped_column(Integer)
+    start_char: Mapped[int] = mapped_column(Integer)
+    end_char: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+
+    document: Mapped[DocumentRow] = relationship(back_populates="passages")
+
+
+class IndexInfoRow(Base):
+    """A single row (id 1): which index owns the tables, which model made the vectors, and which
+    files hold the committed build, with the digests that prove they are the ones committed.
+
+    `owner` is the index id in the folder's manifest: a second folder pointed at the same
+    database is refused instead of overwriting this one's rows.
+    """
+
+    __tablename__ = "semsearch_index_info"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    format: Mapped[int] = mapped_column(Integer)
+    owner: Mapped[str] = mapped_column(String(64))
+    owner_path: Mapped[str] = mapped_column(Text)
+    build_id: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(Text)
+    model_fingerprint: Mapped[str] = mapped_column(String(64))
+    dimension: Mapped[int] = mapped_column(Integer)
+    vector_file: Mapped[str] = mapped_column(String(255))
+    vector_digest: Mapped[str] = mapped_column(String(64))
+    bm25_dir: Mapped[str] = mapped_column(String(255))
+    bm25_digest: Mapped[str] = mapped_column(String(64))
+    documents: Mapped[int] = mapped_column(Integer)
+    passages: Mapped[int] = mapped_column(Integer)
+    id_checksum: Mapped[str] = mapped_column(String(32))
+    passage_tokens: Mapped[int] = mapped_column(Integer)
+    overlap_tokens: Mapped[int] = mapped_column(Integer)
+    embed_titles: Mapped[bool] = mapped_column(Boolean)
+    built_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    build_seconds: Mapped[float] = mapped_column(default=0.0)
+    # Delta segments, tombstones and the FAISS index type (`indexer.store.segments.SegmentLayout`).
+    # NULL: one exact flat base, as every index was before index types. Added in place to older
+    # tables of this format by `sql_store.create_schema`, so they need no rebuild.
+    layout: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True, default=None)

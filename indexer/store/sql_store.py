@@ -1,0 +1,361 @@
+"""Where an index's rows live, and every query run on them: the one module that writes SQL.
+
+`Index`, its `WriteTransaction` and its `DocumentMap` call the named functions
+here; search, the UI and the app reach rows through `Index`. The SQLAlchemy
+types the callers hold (a connection, a session, the errors they catch) are
+re-exported here, so no other module imports SQLAlchemy.
+
+Transactions: SQLite connections run with the driver's own transaction
+handling off, and every transaction starts with an explicit BEGIN, so that a
+build can start with BEGIN IMMEDIATE and hold SQLite's write lock from its
+first read to its commit (SQLAlchemy's documented recipe for pysqlite).
+On PostgreSQL a build holds a transaction-level advisory lock instead.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, create_engine, delete, event, func, inspect, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, ProgrammingError
+from sqlalchemy.orm import Session
+
+from indexer import settings
+from indexer.errors import IndexBusyError
+from indexer.layout import SQLITE_FILE
+from indexer.store.schema import SCHEMA_FORMAT, Base, DocumentRow, IndexInfoRow, PassageRow
+
+if TYPE_CHECKING:
+    from indexer.sources.documents import Document, PassageSpan
+
+__all__ = [
+    "Connection", "DatabaseError", "Engine", "OperationalError", "ProgrammingError", "Session",
+    "all_passage_ids", "clear_rows", "count_documents", "count_passages", "create_schema",
+    "default_db_url", "delete_documents", "drop_schema", "insert_documents", "is_locked_error",
+    "is_sqlite", "lock_database", "make_engine", "open_session", "passage_details",
+    "passage_documents", "passage_text_blocks", "passage_texts", "read_build_id", "read_info",
+    "schema_state", "set_aside_if_damaged", "shown_url", "stored_document_rows", "write_info",
+]
+
+# Seconds a build waits for SQLite's write lock before reporting that another build holds it.
+SQLITE_LOCK_WAIT_S = 2.0
+logger = logging.getLogger(__name__)
+
+_ID_CHUNK = 30_000  # bound the parameters of one IN (...) clause
+
+
+def default_db_url(index_dir: Path) -> str:
+    return f"sqlite:///{(Path(index_dir) / SQLITE_FILE).resolve()}"
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def shown_url(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def has_password(url: str) -> bool:
+    return make_url(url).password is not None
+
+
+def env_db_url() -> str | None:
+    return settings.db_url()
+
+
+def make_engine(url: str, for_build: bool = False) -> Engine:
+    """An engine for any SQLAlchemy URL. SQLite gets WAL (readers never wait for a build),
+    foreign keys, and BEGIN IMMEDIATE for builds."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as err:
+        raise ValueError(
+            f"Cannot parse database URL {url!r}. Use a SQLAlchemy URL such as "
+            "sqlite:///path/store.sqlite or postgresql+psycopg://user@host:5432/dbname."
+        ) from err
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    timeout = SQLITE_LOCK_WAIT_S if for_build else 30.0
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": timeout})
+    begin = "BEGIN IMMEDIATE" if for_build else "BEGIN"
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn) -> None:
+        conn.exec_driver_sql(begin)
+
+    return engine
+
+
+def lock_database(conn: Connection, url: str) -> None:
+    """Hold the database's build lock until the transaction ends; IndexBusyError if taken.
+
+    SQLite: BEGIN IMMEDIATE already holds the write lock (see `make_engine`). PostgreSQL: a
+    transaction-level advisory lock keyed by the schema, released when the build's
+    transaction or connection ends, so a killed build never leaves it behind.
+    """
+    if is_sqlite(url):
+        return
+    got = conn.execute(
+        text("SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.semsearch_build'))")
+    ).scalar()
+    if not got:
+        raise IndexBusyError(
+            f"Another build is writing the index tables in {shown_url(url)} (it holds their "
+            "PostgreSQL advisory lock). Wait for it to finish and run this build again; the lock "
+            "is released when that build ends, so there is nothing to remove."
+        )
+
+
+def is_locked_error(err: OperationalError) -> bool:
+    return "database is locked" in str(err.orig) or "database is busy" in str(err.orig)
+
+
+def is_damaged_error(err: DatabaseError) -> bool:
+    message = str(err.orig).lower()
+    return any(
+        phrase in message
+        for phrase in ("file is not a database", "malformed", "disk image", "file is encrypted")
+    )
+
+
+def schema_state(conn: Connection) -> str:
+    """'missing' (no index tables), 'old' (tables of an earlier format) or 'current'."""
+    inspector = inspect(conn)
+    if not inspector.has_table(IndexInfoRow.__tablename__):
+        return "missing"
+    columns = {column["name"] for column in inspector.get_columns(IndexInfoRow.__tablename__)}
+    if "format" not in columns:
+        return "old"
+    stored = conn.execute(select(IndexInfoRow.format).where(IndexInfoRow.id == 1)).scalar()
+    return "current" if stored in (None, SCHEMA_FORMAT) else "old"
+
+
+def create_schema(conn: Connection) -> None:
+    Base.metadata.create_all(conn)
+    table = IndexInfoRow.__table__
+    if "layout" not in _info_columns(conn):  # a table of this format from before index types
+        conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN layout JSON"))
+
+
+def _info_columns(conn: Connection) -> set[str]:
+    return {column["name"] for column in inspect(conn).get_columns(IndexInfoRow.__tablename__)}
+
+
+def drop_schema(conn: Connection) -> None:
+    Base.metadata.drop_all(conn)
+
+
+def read_info(conn: Connection) -> IndexInfoRow | None:
+    """The info row; columns an older table lacks (`layout`) read as None."""
+    table = IndexInfoRow.__table__
+    present = _info_columns(conn)
+    columns = [column for column in table.columns if column.name in present]
+    row = conn.execute(select(*columns).where(table.c.id == 1)).mappings().first()
+    return IndexInfoRow(**row) if row is not None else None
+
+
+def read_build_id(conn: Connection) -> str | None:
+    return conn.execute(select(IndexInfoRow.build_id).where(IndexInfoRow.id == 1)).scalar()
+
+
+def count_documents(conn: Connection) -> int:
+    return int(conn.scalar(select(func.count()).select_from(DocumentRow)) or 0)
+
+
+def count_passages(conn: Connection) -> int:
+    return int(conn.scalar(select(func.count()).select_from(PassageRow)) or 0)
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
+    ids = [int(i) for i in ids]
+    for begin in range(0, len(ids), _ID_CHUNK):
+        yield ids[begin : begin + _ID_CHUNK]
+
+
+def passage_details(conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
+    """Passage id -> row of (text, offsets, document key, title, metadata, source), one query.
+
+    Plain rows rather than ORM objects, and only for the passages that become
+    hits: building a hundred ORM objects per query cost more than the search.
+    """
+    out: dict[int, Any] = {}
+    for chunk in _chunks(ids):
+        rows = conn.execute(
+            select(
+                PassageRow.id,
+                PassageRow.text,
+                PassageRow.start_char,
+                PassageRow.end_char,
+                DocumentRow.doc_key,
+                DocumentRow.title,
+                DocumentRow.meta.label("meta"),
+                DocumentRow.source,
+            )
+            .join(DocumentRow, PassageRow.document_id == DocumentRow.id)
+            .where(PassageRow.id.in_(chunk))
+        )
+        out.update({row.id: row for row in rows})
+    return out
+
+
+def passage_documents(conn: Connection, after: int, limit: int) -> np.ndarray:
+    """(passage id, document row id) of the first `limit` passages with an id above `after`, by
+    id, as an (n, 2) int64 array."""
+    rows = conn.execute(
+        select(PassageRow.id, PassageRow.document_id).where(PassageRow.id > after)
+        .order_by(PassageRow.id).limit(limit)
+    ).all()
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 2)
+
+
+# --- what a build reads and writes, in its session ----------------------------------------------
+
+# Keys or ids bound in one IN (...) list while a build reads: within every database's limit.
+_BUILD_IN_LIST = 8192
+
+
+def open_session(conn: Connection) -> Session:
+    """The ORM session a build stages its rows in, on its open transaction."""
+    return Session(bind=conn, autoflush=False)
+
+
+def clear_rows(session: Session) -> None:
+    """Delete every passage and document (a --rebuild), in the build's transaction."""
+    session.execute(delete(PassageRow))
+    session.execute(delete(DocumentRow))
+    session.flush()
+
+
+def stored_document_rows(session: Session, keys: Sequence[str] | None,
+                         origin: str | None) -> list[tuple[str, int, str, str, str]]:
+    """(key, row id, content hash, origin, source) of every document, or of those whose key is in
+    `keys` or whose origin is `origin`."""
+    columns = (DocumentRow.doc_key, DocumentRow.id, DocumentRow.content_hash, DocumentRow.origin,
+               DocumentRow.source)
+    if keys is None and origin is None:
+        return [tuple(row) for row in session.execute(select(*columns))]
+    rows = [tuple(row) for row in session.execute(select(*columns).where(DocumentRow.origin == origin))] \
+        if origin is not None else []
+    wanted = sorted(set(keys or ()))
+    for start in range(0, len(wanted), _BUILD_IN_LIST):
+        rows += [tuple(row) for row in session.execute(
+            select(*columns).where(DocumentRow.doc_key.in_(wanted[start:start + _BUILD_IN_LIST])))]
+    return rows
+
+
+def passage_text_blocks(session: Session, size: int = 4096) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
+    """(passage ids, titles, texts) of every stored passage in blocks of `size`, by id."""
+    last = -1
+    while True:
+        rows = session.execute(
+            select(PassageRow.id, DocumentRow.title, PassageRow.text)
+            .join(PassageRow.document)
+            .where(PassageRow.id > last)
+            .order_by(PassageRow.id)
+            .limit(size)
+        ).all()
+        if not rows:
+            return
+        last = rows[-1].id
+        yield (np.asarray([r.id for r in rows], dtype=np.int64),
+               [r.title for r in rows], [r.text for r in rows])
+
+
+def passage_texts(session: Session, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """Passage id -> (document title, passage text) for the ids still stored."""
+    out: dict[int, tuple[str, str]] = {}
+    ids = [int(i) for i in ids]
+    for start in range(0, len(ids), _BUILD_IN_LIST):
+        out.update((r.id, (r.title, r.text)) for r in session.execute(
+            select(PassageRow.id, DocumentRow.title, PassageRow.text).join(PassageRow.document)
+            .where(PassageRow.id.in_(ids[start:start + _BUILD_IN_LIST]))))
+    return out
+
+
+def delete_documents(session: Session, row_ids: Sequence[int]) -> np.ndarray:
+    """Delete these documents and their passages; the ids of the passages deleted."""
+    if not row_ids:
+        return np.empty(0, dtype=np.int64)
+    removed = np.fromiter(
+        session.scalars(select(PassageRow.id).where(PassageRow.document_id.in_(row_ids))), dtype=np.int64)
+    session.execute(delete(PassageRow).where(PassageRow.document_id.in_(row_ids)))
+    session.execute(delete(DocumentRow).where(DocumentRow.id.in_(row_ids)))
+    session.flush()
+    return removed
+
+
+def insert_documents(session: Session, docs: Sequence[Document], origin: str,
+                     passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Stage the documents and their passages; the new passage ids (which become the FAISS and
+    BM25 ids) and (title, text) pairs, in order."""
+    now = dt.datetime.now(dt.UTC)
+    rows: list[PassageRow] = []
+    titled: list[tuple[str, str]] = []
+    for doc, spans in zip(docs, passages, strict=True):
+        row = DocumentRow(
+            doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
+            text=doc.text, content_hash=doc.content_hash(), meta=doc.metadata, indexed_at=now,
+        )
+        for span in spans:
+            passage = PassageRow(ordinal=span.ordinal, start_char=span.start_char, end_char=span.end_char,
+                                 text=doc.text[span.start_char : span.end_char])
+            row.passages.append(passage)
+            rows.append(passage)
+            titled.append((doc.title, passage.text))
+        session.add(row)
+    session.flush()  # assigns the passage ids
+    return np.asarray([p.id for p in rows], dtype=np.int64), titled
+
+
+def all_passage_ids(session: Session) -> np.ndarray:
+    return np.fromiter(session.scalars(select(PassageRow.id).order_by(PassageRow.id)), dtype=np.int64)
+
+
+def write_info(session: Session, values: dict[str, Any]) -> IndexInfoRow:
+    """Create or update the info row with `values`, in the build's transaction; the row."""
+    row = session.get(IndexInfoRow, 1)
+    if row is None:
+        row = IndexInfoRow(id=1, **values)
+        session.add(row)
+    else:
+        for key, value in values.items():
+            setattr(row, key, value)
+    session.flush()
+    return row
+
+
+def set_aside_if_damaged(url: str, path: Path) -> None:
+    """Rename a damaged SQLite file (and its WAL files) to `<name>.damaged-<time>`; else nothing."""
+    if not path.is_file():
+        return
+    probe = make_engine(url)
+    try:
+        with probe.connect() as conn:
+            schema_state(conn)
+        return
+    except DatabaseError as err:
+        if not is_damaged_error(err):
+            return
+    finally:
+        probe.dispose()
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    for suffix in ("", "-wal", "-shm"):
+        part = path.with_name(path.name + suffix)
+        if part.exists():
+            part.rename(path.with_name(f"{path.name}{suffix}.damaged-{stamp}"))
+    logger.warning("the SQL store %s was damaged; kept it as %s.damaged-%s", path, path.name, stamp)

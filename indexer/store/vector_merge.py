@@ -1,0 +1,139 @@
+"""The vector side of a merge: one base FAISS index over every live passage, of the type asked for.
+
+A merge (see `indexer.store.segments`) folds the delta segments into the base, drops
+the deleted ids and adds the commit's new vectors. It keeps the base's trained
+index and adds to it in place while the index type stays what `indexer.store.ann`
+resolves for the new size and the base has not outgrown its training; else it
+builds a new index (training IVF on a sample), and says why. Either way it
+recalibrates nprobe/efSearch, so the stored recall is that of the index as
+committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from indexer.store import ann
+from indexer.store.faiss_store import VectorStore
+from indexer.store.segments import SegmentedVectors
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MergedVectors:
+    store: VectorStore
+    plan: ann.VectorIndexPlan
+    calibration: ann.Calibration
+    note: str | None  # a retrain or a change of index type, for the build's report
+
+
+def _live(committed: SegmentedVectors, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, vectors) of every passage the committed segments hold that is neither deleted nor removed."""
+    gone = np.concatenate([committed.deleted, removed])
+    ids, vectors = [], []
+    for store in (committed.base, *committed.deltas):
+        seg_ids, seg_vectors = ann.reconstruct_all(store.faiss_index)
+        keep = ~np.isin(seg_ids, gone) if len(gone) else slice(None)
+        ids.append(seg_ids[keep])
+        vectors.append(seg_vectors[keep])
+    return np.concatenate(ids), np.concatenate(vectors)
+
+
+def _resolve(requested: ann.VectorIndexConfig, n: int, dim: int) -> tuple[ann.VectorIndexPlan, str | None]:
+    """The plan for `n` vectors. An IVF asked for before there are enough vectors to train it (the
+    first commits of a build are small) is exact until then, and the build says so."""
+    try:
+        return ann.resolve(requested, n, dim), None
+    except ValueError as err:
+        if requested.kind not in ann.IVF_KINDS:
+            raise
+        exact = ann.resolve(ann.VectorIndexConfig(kind="flat"), n, dim)
+        return exact, f"exact search for now: {err}"
+
+
+# nprobe/efSearch are tuned for recall@100, the depth dense retrieval hands to fusion
+# (SearchConfig.fusion_depth), not recall@10. Measured on 6,144 real MiniLM vectors with real
+# text queries (not stored vectors), IVF tuned on stored-vector queries for recall@10 >= 0.95
+# gave those queries recall@10 0.92; tuned for recall@100 >= 0.95, 0.97-0.98 (BENCHMARKS.md, Scale).
+CALIBRATION_DEPTH = 100
+
+
+def _calibrate(index, vectors: np.ndarray, ids: np.ndarray, target: float) -> ann.Calibration:
+    if not len(ids):
+        return ann.Calibration(None, None, 1.0, 0, 10)
+    if ann.search_param(index) is None:  # exact: nothing to tune, recall 1 by construction
+        return ann.calibrate(index, vectors, ids, target)
+    tuned = ann.calibrate(index, vectors, ids, target, k=min(CALIBRATION_DEPTH, len(ids) - 1) or 1)
+    return replace(tuned, recall_at_10=ann.measure_recall(index, vectors, ids, k=10))
+
+
+def _same_type(current: ann.VectorIndexPlan, fresh: ann.VectorIndexPlan,
+               requested: ann.VectorIndexConfig) -> bool:
+    """Whether the committed index can take the merge in place: the same type and storage. Its
+    nlist may differ from what a fresh resolve picks for the new size: `ann.needs_retrain`
+    decides when that matters, unless the user named an nlist."""
+    same = (current.kind, current.storage, current.hnsw_m, current.pq_m) == (
+        fresh.kind, fresh.storage, fresh.hnsw_m, fresh.pq_m)
+    return same and (requested.nlist is None or requested.nlist == current.nlist)
+
+
+def merge_vectors(
+    committed: SegmentedVectors | None,
+    current: ann.VectorIndexPlan | None,
+    requested: ann.VectorIndexConfig,
+    removed: np.ndarray,
+    new_ids: np.ndarray,
+    new_vectors: np.ndarray,
+    dim: int,
+) -> MergedVectors:
+    """The base index of a merge: committed live vectors plus the new ones, in the index type that
+    `requested` resolves to for the merged size."""
+    if committed is not None:
+        old_ids, old_vectors = _live(committed, removed)
+    else:
+        old_ids, old_vectors = np.empty(0, np.int64), np.empty((0, dim), np.float32)
+    new_ids = np.asarray(new_ids, dtype=np.int64)
+    new_vectors = np.asarray(new_vectors, dtype=np.float32).reshape(len(new_ids), dim)
+    ids = np.concatenate([old_ids, new_ids])
+    vectors = np.concatenate([old_vectors, new_vectors])
+    plan, note = _resolve(requested, len(ids), dim)
+    in_place = (committed is not None and current is not None and _same_type(current, plan, requested)
+                and not ann.needs_retrain(current, len(ids), requested)
+                and (ann.supports_remove(current) or not (len(committed.deleted) or len(removed))))
+    if in_place:
+        index = committed.base.faiss_index
+        gone = np.concatenate([committed.deleted, removed])
+        if len(gone):
+            ann.remove_ids(index, gone)
+        plan = current
+        for delta in committed.deltas:
+            delta_ids, delta_vectors = ann.reconstruct_all(delta.faiss_index)
+            keep = ~np.isin(delta_ids, gone) if len(gone) else slice(None)
+            index.add_with_ids(delta_vectors[keep], delta_ids[keep])
+        if len(new_ids):
+            index.add_with_ids(new_vectors, new_ids)
+    else:
+        if current is not None and (current.kind, current.storage) != (plan.kind, plan.storage):
+            note = f"vector index: {current.factory} -> {plan.factory} at {len(ids)} passages"
+        elif current is not None and current.trained_on:
+            note = (f"vector index: retrained at {len(ids)} passages, {current.factory} -> "
+                    f"{plan.factory} (it was trained on {current.trained_on})")
+        index = ann.create(plan, dim)
+        trained = ann.train(index, vectors, ann.training_sample_size(plan, len(ids)))
+        plan = replace(plan, trained_on=trained)
+        if len(ids):
+            index.add_with_ids(vectors, ids)
+    store = VectorStore(index)
+    calibration = _calibrate(index, vectors, ids, requested.target_recall)
+    store.configure(calibration.param, calibration.value)
+    if calibration.recall < requested.target_recall:
+        short = (f"recall@{calibration.k} {calibration.recall:.3f} is below the target "
+                 f"{requested.target_recall} at the largest {calibration.param} tried ({calibration.value})")
+        note = f"{note}; {short}" if note else short
+    if note:
+        logger.info("%s", note)
+    return MergedVectors(store, plan, calibration, note)

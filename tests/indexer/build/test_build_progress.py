@@ -1,0 +1,175 @@
+"""A build's feedback and its survival: progress every few seconds, chunked atomic commits, Ctrl-C."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import indexer.build.pipeline as build_module
+from indexer import BuildInterrupted, Index, IndexConfig, build_index
+from indexer.__main__ import main as cli_main
+from indexer.build.pipeline import embed
+from indexer.build.loop import next_chunk, next_commit_size
+from indexer.sources.documents import Document, PassageSpan
+from indexer.store.plan import plan
+
+
+def config(source, index_dir, model, **kw):
+    return IndexConfig(source=source, index_dir=index_dir, model=model, show_progress=False, **kw)
+
+
+def doc(doc_id: str) -> Document:
+    return Document(doc_id=doc_id, title="", text=f"text of {doc_id}", source=f"{doc_id}.txt")
+
+
+def test_next_chunk_takes_whole_documents_up_to_the_passage_budget_and_all_removals():
+    changes = plan({}, [doc("a"), doc("b"), doc("c")], "src")
+    spans = {d: [PassageSpan(i, 0, 1) for i in range(n)] for d, n in (("a", 2), ("b", 2), ("c", 5))}
+    asked: list[str] = []
+
+    def passages_of(d: Document) -> list[PassageSpan]:
+        asked.append(d.doc_id)
+        return spans[d.doc_id]
+
+    first = next_chunk(changes, passages_of, 3)
+    assert [d.doc_id for d in first.to_embed] == ["a"], "b would pass the budget"
+    assert asked == ["a", "b"], "only the documents it looks at are cut, c is not"
+    assert [d.doc_id for d in next_chunk(changes, passages_of, 4).to_embed] == ["a", "b"]
+    assert [d.doc_id for d in next_chunk(changes, passages_of, 1).to_embed] == ["a"], "at least one document"
+    assert next_chunk(changes, passages_of, 100).to_embed == changes.to_embed
+
+
+def test_a_first_document_longer_than_the_commit_followed_by_others_builds(tmp_path, tiny_model):
+    """The crash of issue 36: a long document first (more passages than the 16-passage first
+    commit), then others, raised KeyError in next_chunk for the document after it."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "01-long.txt").write_text(" ".join(f"word{i} lorem ipsum" for i in range(2000)))
+    (source / "02-short.txt").write_text("a short note about glaciers")
+    (source / "03-short.txt").write_text("another short note, about tea")
+    report = build_index(config(source, tmp_path / "idx", tiny_model))
+    assert report.total_documents == 3 and report.commits >= 2
+    with Index.open(tmp_path / "idx") as index:
+        assert index.info.documents == 3
+
+
+def test_build_commits_in_chunks_and_the_result_equals_one_commit(topic_corpus, tmp_path, tiny_model):
+    report = build_index(config(topic_corpus, tmp_path / "idx", tiny_model, commit_passages=1))
+    assert report.commits == 4 and report.total_documents == 4 and report.passages_embedded == 4
+    with Index.open(tmp_path / "idx") as index:
+        snap = index.snapshot()
+        assert sorted(snap.vectors.ids().tolist()) == sorted(snap.bm25.ids().tolist())
+        assert index.info.passages == 4
+    again = build_index(config(topic_corpus, tmp_path / "idx", tiny_model, commit_passages=1))
+    assert (again.commits, again.passages_embedded, again.documents_unchanged) == (0, 0, 4)  # wrote nothing
+
+
+def test_ctrl_c_keeps_the_committed_chunks_and_a_rerun_resumes(topic_corpus, tmp_path, tiny_model,
+                                                              monkeypatch):
+    real_encode = build_module.encode_texts
+    calls = {"n": 0}
+
+    def encode_then_interrupt(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real_encode(*args, **kwargs)
+
+    monkeypatch.setattr(build_module, "encode_texts", encode_then_interrupt)
+    index_dir = tmp_path / "idx"
+    with pytest.raises(BuildInterrupted, match=(
+            r"^Interrupted: 2 documents \(2 passages\) of this build are committed to .*idx, which "
+            r"now holds 2 documents and can be searched\. Run the same command again to resume")):
+        build_index(config(topic_corpus, index_dir, tiny_model, commit_passages=1))
+    with Index.open(index_dir) as index:
+        assert index.info.documents == 2
+    monkeypatch.setattr(build_module, "encode_texts", real_encode)
+    resumed = build_index(config(topic_corpus, index_dir, tiny_model, commit_passages=1))
+    assert (resumed.documents_added, resumed.documents_unchanged) == (2, 2)
+    assert resumed.passages_embedded == 2 and resumed.total_documents == 4
+
+
+def test_ctrl_c_before_the_first_commit_says_nothing_changed(topic_corpus, tmp_path, tiny_model,
+                                                           monkeypatch):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "encode_texts", interrupt)
+    with pytest.raises(BuildInterrupted, match="nothing new was committed to .*; it is as it was"):
+        build_index(config(topic_corpus, tmp_path / "idx", tiny_model))
+
+
+def test_cli_prints_one_line_on_ctrl_c_not_a_traceback(topic_corpus, tmp_path, tiny_model, monkeypatch,
+                                                       capsys):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "encode_texts", interrupt)
+    code = cli_main(["build", "--source", str(topic_corpus), "--index", str(tmp_path / "idx"),
+                     "--model", tiny_model, "--quiet"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert [line for line in err.splitlines() if "Interrupted" in line] == [
+        line for line in err.splitlines() if line.startswith("error:")]
+    assert "Run the same command again to resume" in err
+
+
+class SlowModel:
+    """Encodes at a fixed rate, so the progress cadence can be checked without a real model."""
+
+    def __init__(self, seconds_per_text: float) -> None:
+        self.seconds_per_text = seconds_per_text
+        self.clock = 0.0
+
+    def get_embedding_dimension(self) -> int:
+        return 4
+
+    def encode(self, texts, **kwargs):
+        self.clock += self.seconds_per_text * len(texts)
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+
+def test_embedding_progress_moves_every_few_seconds_on_a_slow_cpu(monkeypatch):
+    """At 5 passages/s, 200 passages take 40 s: the bar must move about every 2 s, not once."""
+    model = SlowModel(0.2)
+    monkeypatch.setattr(build_module.time, "perf_counter", lambda: model.clock)
+    seen: list[tuple[int, float]] = []
+    vectors = embed(model, [f"passage {i}" for i in range(200)], 64, False,
+                    lambda done, total: seen.append((done, model.clock)))
+    assert vectors.shape == (200, 4)
+    assert seen[-1][0] == 200
+    gaps = np.diff([0.0] + [clock for _, clock in seen])
+    assert gaps.max() <= 2 * build_module.PROGRESS_SECONDS, gaps
+    assert seen[0][1] <= 2.0, "the first update comes within seconds"
+
+
+def test_only_what_the_next_commit_takes_is_cut_into_passages_before_it(tiny_model):
+    """On a fresh demo build, cutting all 1 M characters first delayed the first commit."""
+    from indexer.build.pipeline import PassageCutter
+    from indexer.build.loop import estimated_passages
+    from indexer.embedding import load_bi_encoder
+
+    model = load_bi_encoder(tiny_model)
+    cutter = PassageCutter(model.tokenizer, 20, 4)
+    docs = [Document(doc_id=str(i), title="", text="word " * 30, source="s") for i in range(10)]
+    chunk = next_chunk(plan({}, docs, "src"), cutter, 2)
+    assert 1 <= len(cutter.cut) < len(docs)
+    assert len(cutter.cut) == len(chunk.to_embed) + 1, "the documents taken and the one that ended the chunk"
+    per_doc = len(cutter.cut["0"])
+    assert estimated_passages(docs, cutter.cut) == per_doc * len(docs), "the rest is estimated by characters"
+
+
+def test_commit_sizes_grow_with_the_index_so_a_large_build_stays_linear() -> None:
+    """Each commit rewrites files over every stored passage: a fixed 4096 cap would take ~245
+    commits and ~125M passages of rewriting for a 1M-passage build."""
+    sizes, stored, rewritten, size = [], 0, 0, 16
+    while stored < 1_000_000:
+        sizes.append(size)
+        stored += size
+        rewritten += stored  # the commit writes the vectors and BM25 of everything stored
+        size = next_commit_size(size, stored, 4096)
+    assert sizes[:9] == [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "small first commits"
+    assert len(sizes) <= 30 and rewritten < 5 * stored
+    assert next_commit_size(4096, 10_000, 4096) == 4096, "the cap holds while the index is small"
+

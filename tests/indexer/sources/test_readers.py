@@ -1,0 +1,399 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from indexer.sources.documents import InputIssue
+from indexer.sources.readers import read_documents
+
+
+def collect(source, **kwargs):
+    issues: list[InputIssue] = []
+    docs = list(read_documents(source, on_issue=issues.append, **kwargs))
+    return docs, [str(i) for i in issues]
+
+
+def test_folder_of_text_and_markdown(tmp_path):
+    (tmp_path / "a.txt").write_text("plain text body")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.md").write_text("# The Title\nmarkdown body")
+    docs, issues = collect(tmp_path)
+    assert issues == []
+    by_id = {d.doc_id: d for d in docs}
+    assert set(by_id) == {"a.txt", "sub/b.md"}
+    assert by_id["sub/b.md"].title == "The Title"
+    assert by_id["a.txt"].title == "a"
+
+
+def test_jsonl_keeps_extra_fields_as_metadata_and_reports_bad_lines(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(
+        json.dumps({"id": 7, "title": "T", "text": "body", "year": 2020, "tags": ["x"]})
+        + "\n{not json\n"
+        + json.dumps({"id": "e", "text": "  "})
+        + "\n"
+        + json.dumps(["a", "list"])
+        + "\n"
+    )
+    docs, issues = collect(path)
+    assert [(d.doc_id, d.title, d.metadata) for d in docs] == [("7", "T", {"year": 2020, "tags": ["x"]})]
+    assert issues[0].startswith("docs.jsonl:2: malformed JSON")
+    assert issues[1] == "docs.jsonl:3: empty document (no 'text' field or it is blank)"
+    assert issues[2].startswith("docs.jsonl:4: a JSON line must be an object")
+
+
+def test_beir_folder_reads_corpus_only(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text(
+        json.dumps({"_id": "d1", "title": "T", "text": "x", "metadata": {"k": 1}}) + "\n"
+    )
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "q"}) + "\n")
+    docs, issues = collect(tmp_path)
+    assert issues == []
+    assert [(d.doc_id, d.metadata) for d in docs] == [("d1", {"k": 1})]
+
+
+def test_csv_with_column_mapping(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("key,headline,body,team\n1,H1,first body,red\n2,H2,,blue\n")
+    docs, issues = collect(path, csv_columns=("key", "headline", "body"))
+    assert [(d.doc_id, d.title, d.text, d.metadata) for d in docs] == [
+        ("1", "H1", "first body", {"team": "red"})
+    ]
+    assert issues == ["t.csv:3: empty document (column 'body' is blank)"]
+
+
+def test_csv_missing_text_column_names_the_columns_and_the_flag(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n")
+    docs, issues = collect(path)
+    assert docs == []
+    assert issues == [
+        "t.csv:1: missing CSV column 'text' (columns, comma-separated: a, b); the first row must "
+        "name the columns, "
+        "one of them 'text' for the text (and optionally 'id' and 'title')"
+    ]
+
+
+def test_csv_issue_keeps_the_cli_flags_out_of_its_message(tmp_path):
+    """The app shows the message and has no flags; the CLI logs the hint beside it."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n")
+    issues: list[InputIssue] = []
+    list(read_documents(path, on_issue=issues.append))
+    assert "--csv" not in str(issues[0])
+    assert issues[0].cli_hint == "or map your columns with --csv-text/--csv-title/--csv-id"
+
+
+def test_binary_invalid_utf8_empty_and_unsupported_files_are_reported(tmp_path):
+    (tmp_path / "bin.txt").write_bytes(b"abc\x00\x01\x02")
+    (tmp_path / "latin.txt").write_bytes(b"line one\ncaf\xe9\n")
+    (tmp_path / "empty.md").write_text("   \n")
+    (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "ok.txt").write_text("fine")
+    docs, issues = collect(tmp_path)
+    assert [d.doc_id for d in docs] == ["ok.txt"]
+    assert "bin.txt: binary file (it holds NUL bytes); only text is indexed" in issues
+    assert "latin.txt:2: invalid UTF-8 at byte 12; re-save the file as UTF-8" in issues
+    assert "empty.md: empty document" in issues
+    assert ("paper.pdf: binary file (a PDF); only text is indexed: extract its text to a .txt "
+            "file first") in issues
+    assert any(i.startswith("logo.png: binary file (a PNG image)") for i in issues)
+
+
+def test_text_is_accepted_by_content_whatever_its_name(tmp_path):
+    """README, README.Debian, .rst, .markdown, .text, .log, MPL-1.1 and gzip: all text, all indexed."""
+    import gzip
+
+    (tmp_path / "README").write_text("Plain readme without an extension.")
+    (tmp_path / "README.Debian").write_text("Debian notes for this package.")
+    (tmp_path / "guide.rst").write_text("User Guide\n==========\n\nHow to use it.\n")
+    (tmp_path / "notes.markdown").write_text("# Notes\nsome notes")
+    (tmp_path / "plain.text").write_text("plain text")
+    (tmp_path / "server.log").write_text("12:00 started\n12:01 stopped\n")
+    (tmp_path / "MPL-1.1").write_text("Mozilla Public License Version 1.1")
+    (tmp_path / "changelog.gz").write_bytes(gzip.compress(b"version 2: fixed everything"))
+    (tmp_path / "intro.md.gz").write_bytes(gzip.compress(b"# Intro\nzipped markdown"))
+    (tmp_path / "rows.jsonl.gz").write_bytes(gzip.compress(b'{"id": "r1", "text": "a record"}\n'))
+    (tmp_path / "broken.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    docs, issues = collect(tmp_path)
+    titles = {d.doc_id: d.title for d in docs}
+    assert titles == {
+        "README": "README", "README.Debian": "README.Debian", "guide.rst": "User Guide",
+        "notes.markdown": "Notes", "plain.text": "plain", "server.log": "server.log",
+        "MPL-1.1": "MPL-1.1", "changelog.gz": "changelog", "intro.md.gz": "Intro", "r1": "",
+    }
+    by_id = {d.doc_id: d for d in docs}
+    assert by_id["changelog.gz"].text == "version 2: fixed everything"
+    assert len(issues) == 1 and issues[0].startswith("broken.gz: damaged gzip file")
+    assert not any("unsupported" in i for i in issues)
+
+
+def test_gzip_holding_more_than_a_document_may_is_refused_without_reading_it_all(tmp_path):
+    import gzip
+
+    (tmp_path / "big.txt.gz").write_bytes(gzip.compress(b"a " * 50_000))
+    docs, issues = collect(tmp_path, max_document_chars=1000)
+    assert docs == []
+    assert issues == ["big.txt.gz: gzip file holds more than 4,004 bytes, more than a document may "
+                      "hold; split it or raise --max-document-chars"]
+
+
+def test_duplicate_ids_keep_the_first_and_name_both_places(tmp_path):
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps({"id": "y", "text": "zero"}) + "\n" + json.dumps({"id": "x", "text": "one"}) + "\n"
+    )
+    (tmp_path / "b.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in [{"id": "z", "text": "a"}, {"id": "x", "text": "two"}]) + "\n"
+    )
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "a.txt", "text": "three"}) + "\n")
+    (tmp_path / "a.txt").write_text("whole file")
+    docs, issues = collect(tmp_path)
+    assert [d.text for d in docs] == ["zero", "one", "whole file", "a"]
+    assert issues == [
+        "b.jsonl:2: duplicate document id 'x' (first seen at a.jsonl:2); kept the first",
+        "c.jsonl:1: duplicate document id 'a.txt' (first seen at a.txt); kept the first",
+    ]
+
+
+def test_missing_source_says_what_is_supported(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist. Pass a folder of .txt/.md files"):
+        list(read_documents(tmp_path / "nope"))
+
+
+# --- CSV: quoted newlines, record start lines --------------------------------------------
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_csv_quoted_newlines_are_kept_and_issues_name_the_record_start_line(tmp_path, newline):
+    rows = [
+        "id,title,text",
+        '1,T,"first line{nl}second line{nl}third"',
+        "2,T2,",
+        '3,"a{nl}title","x, \u2028y\x0cz\x1c"',
+        "4,T4,one,two",
+        "5,T5,last",
+    ]
+    path = tmp_path / "t.csv"
+    path.write_bytes(newline.join(rows).format(nl=newline).encode() + newline.encode())
+    docs, issues = collect(path)
+    assert [(d.doc_id, d.title, d.text, d.line) for d in docs] == [
+        ("1", "T", f"first line{newline}second line{newline}third", 2),
+        ("3", f"a{newline}title", "x, \u2028y\x0cz\x1c", 6),
+        ("5", "T5", "last", 9),
+    ]
+    assert issues == [
+        "t.csv:5: empty document (column 'text' is blank)",
+        't.csv:8: row has 4 fields but the header has 3; put a field that holds commas in double quotes ("...")',
+    ]
+
+
+def test_csv_field_larger_than_the_csv_module_default_is_read(tmp_path):
+    body = "word " * 40_000  # 200,000 characters; the csv module's default limit is 131,072
+    path = tmp_path / "big.csv"
+    path.write_text(f'id,text\n1,"{body}"\n')
+    docs, issues = collect(path)
+    assert issues == [] and [d.text for d in docs] == [body]
+
+
+# --- JSON lines: only "\n" ends a line ---------------------------------------------------
+
+
+def test_jsonl_line_with_unicode_line_separators_is_one_record(tmp_path):
+    text = "para\u2028graph\u2029next\u0085line"
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(
+        (json.dumps({"id": "u", "text": text}, ensure_ascii=False) + "\r\n" + "{bad\x0c\n").encode()
+        + (json.dumps({"id": "v", "text": "after"}) + "\n").encode()
+    )
+    docs, issues = collect(path)
+    assert [(d.doc_id, d.text, d.line) for d in docs] == [("u", text, 1), ("v", "after", 3)]
+    assert len(issues) == 1 and issues[0].startswith("docs.jsonl:2: malformed JSON")
+
+
+def test_jsonl_number_too_long_for_python_is_a_malformed_line(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"text": "a", "n": ' + "9" * 5000 + "}\n")
+    docs, issues = collect(path)
+    assert docs == []
+    assert len(issues) == 1
+    assert issues[0].startswith("docs.jsonl:1: malformed JSON (Exceeds the limit")
+
+
+def test_jsonl_text_that_is_not_a_string_is_named(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": 1, "text": ["a"]}) + "\n")
+    assert collect(path) == ([], ["docs.jsonl:1: 'text' is a list; it must be a string"])
+
+
+# --- encodings -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be"])
+def test_text_with_a_byte_order_mark_is_decoded(tmp_path, encoding):
+    text = "Café naïve — 日本語\nsecond line"
+    bom = "\ufeff" if encoding in ("utf-16-le", "utf-16-be", "utf-32-be") else ""  # no BOM by themselves
+    (tmp_path / "a.txt").write_bytes((bom + text).encode(encoding))
+    record = json.dumps({"id": "j", "text": text}, ensure_ascii=False)
+    (tmp_path / "b.jsonl").write_bytes((bom + record + "\n").encode(encoding))
+    docs, issues = collect(tmp_path)
+    assert issues == []
+    assert [(d.doc_id, d.text) for d in docs] == [("a.txt", text), ("j", text)]
+
+
+def test_utf16_without_bom_is_binary_with_a_hint_and_bad_utf16_names_the_byte(tmp_path):
+    (tmp_path / "nobom.txt").write_bytes("plain ASCII words saved as UTF-16".encode("utf-16-le"))
+    (tmp_path / "cut.txt").write_bytes("\ufeffab\ncd".encode("utf-16-le") + b"\x00\xd8")
+    docs, issues = collect(tmp_path)
+    assert docs == []
+    assert issues == [
+        "cut.txt:2: invalid UTF-16 at byte 12; re-save the file as UTF-8",
+        "nobom.txt: binary file (it holds NUL bytes); only text is indexed; "
+        "if this is UTF-16, re-save as UTF-8",
+    ]
+
+
+# --- ids -----------------------------------------------------------------------------------
+
+
+def test_ids_must_be_strings_or_integers(tmp_path):
+    rows = [
+        {"id": "s", "text": "a"},
+        {"_id": 12, "text": "b"},
+        {"text": "c"},
+        {"id": True, "text": "d"},
+        {"id": 1.5, "text": "e"},
+        {"id": None, "text": "f"},
+        {"_id": [1, 2], "text": "g"},
+        {"id": {"k": "v"}, "text": "h"},
+    ]
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    docs, issues = collect(path)
+    assert [d.doc_id for d in docs] == ["s", "12", "ids.jsonl#L3"]
+    fix = "an id must be a string or an integer: write it as a string, e.g."
+    assert issues == [
+        f'ids.jsonl:4: \'id\' is a boolean (true); {fix} "id": "true", or leave \'id\' out to name the record by its line',
+        f'ids.jsonl:5: \'id\' is a float (1.5); {fix} "id": "1.5", or leave \'id\' out to name the record by its line',
+        f'ids.jsonl:6: \'id\' is null (null); {fix} "id": "doc-1", or leave \'id\' out to name the record by its line',
+        f'ids.jsonl:7: \'_id\' is a list ([1, 2]); {fix} "_id": "doc-1", or leave \'_id\' out to name the record by its line',
+        f'ids.jsonl:8: \'id\' is an object ({{"k": "v"}}); {fix} "id": "doc-1", or leave \'id\' out to name the record by its line',
+    ]
+
+
+# --- what PostgreSQL refuses is refused on every backend -----------------------------------
+
+
+def test_records_postgres_cannot_store_are_skipped_with_file_and_line(tmp_path):
+    rows = [
+        '{"id": "ok", "text": "fine", "score": 1.5}',
+        json.dumps({"id": "nul-text", "text": "a\x00b"}),
+        json.dumps({"id": "nul-title", "title": "t\x00", "text": "b"}),
+        json.dumps({"id": "nul\x00id", "text": "c"}),
+        json.dumps({"id": "nul-meta", "text": "d", "metadata": {"a": [{"b": "x\x00"}]}}),
+        json.dumps({"id": "nul-key", "text": "d", "tags": {"k\x00": 1}}),
+        '{"id": "nan", "text": "e", "score": NaN}',
+        '{"id": "inf", "text": "f", "metadata": {"stats": [1, -Infinity]}}',
+        '{"id": "surrogate", "text": "g\\ud800"}',
+        json.dumps({"id": "x" * 513, "text": "h"}),
+        json.dumps({"id": "y" * 512, "text": "i"}),
+    ]
+    path = tmp_path / "pg.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    docs, issues = collect(path)
+    assert [d.doc_id for d in docs] == ["ok", "y" * 512]
+    nul = "holds a NUL character (\\x00), which PostgreSQL cannot store; remove it from the file"
+    assert issues == [
+        f"pg.jsonl:2: text {nul}",
+        f"pg.jsonl:3: title {nul}",
+        f"pg.jsonl:4: id {nul}",
+        f"pg.jsonl:5: metadata.a[0].b {nul}",
+        f"pg.jsonl:6: metadata.tags key {nul}",
+        "pg.jsonl:7: metadata.score is nan, which JSON (and so PostgreSQL) cannot store; "
+        "write null or a finite number",
+        "pg.jsonl:8: metadata.stats[1] is -inf, which JSON (and so PostgreSQL) cannot store; "
+        "write null or a finite number",
+        "pg.jsonl:9: text holds a lone surrogate (U+D800), which is not valid Unicode text; "
+        "fix the \\u escape in the file",
+        "pg.jsonl:10: id is 513 characters, over the limit of 512; use a shorter id",
+    ]
+
+
+def test_nul_past_the_binary_sniff_and_in_csv_is_reported(tmp_path):
+    (tmp_path / "late.txt").write_text("a" * 10_000 + "\x00")
+    (tmp_path / "t.csv").write_text(f"id,text,note\n1,{'b' * 10_000},\n2,ok,n\x00te\n")
+    docs, issues = collect(tmp_path)
+    assert [d.doc_id for d in docs] == ["1"]
+    nul = "holds a NUL character (\\x00), which PostgreSQL cannot store; remove it from the file"
+    assert issues == [f"late.txt: text {nul}", f"t.csv:3: metadata.note {nul}"]
+
+
+# --- document size --------------------------------------------------------------------------
+
+
+def test_documents_over_max_document_chars_are_skipped_with_size_limit_and_fix(tmp_path):
+    (tmp_path / "small.txt").write_text("x" * 100)
+    (tmp_path / "over.txt").write_text("é" * 101)  # 202 bytes: read, then measured in characters
+    (tmp_path / "huge.txt").write_text("x" * 405)  # over 4 bytes a character: never read
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"id": "long", "text": "y" * 150}) + "\n" + json.dumps({"id": "s", "text": "z"}) + "\n"
+    )
+    docs, issues = collect(tmp_path, max_document_chars=100)
+    assert [d.doc_id for d in docs] == ["s", "small.txt"]
+    fix = "split the file, or raise --max-document-chars"
+    assert issues == [
+        f"huge.txt: document is 405 bytes (at least 100 characters), over the limit of 100 characters; {fix}",
+        f"over.txt: document is 101 characters, over the limit of 100 characters; {fix}",
+        f"r.jsonl:1: document is 150 characters, over the limit of 100 characters; {fix}",
+    ]
+    docs, issues = collect(tmp_path, max_document_chars=None)
+    assert len(docs) == 5 and issues == []
+
+
+def test_default_document_limit_and_bad_limits():
+    from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
+
+    assert DEFAULT_MAX_DOCUMENT_CHARS == 10_000_000
+    with pytest.raises(ValueError, match=r"max_document_chars \(0\) must be at least 1, or None for no limit"):
+        list(read_documents(".", max_document_chars=0))
+
+
+# --- symlinks ------------------------------------------------------------------------------
+
+
+def test_symlinks_inside_work_and_loops_broken_and_outside_links_are_reported(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not in the source")
+    source = tmp_path / "src"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "real.txt").write_text("real text")
+    (source / "alias.txt").symlink_to("sub/real.txt")
+    (source / "sub_alias").symlink_to("sub", target_is_directory=True)
+    (source / "up").symlink_to("..", target_is_directory=True)
+    (source / "self.txt").symlink_to("self.txt")
+    (source / "gone.txt").symlink_to("missing.txt")
+    (source / "leak.txt").symlink_to(outside / "secret.txt")
+    (source / "leakdir").symlink_to(outside, target_is_directory=True)
+    (source / "sub" / "parent").symlink_to("..", target_is_directory=True)
+    docs, issues = collect(source)
+    assert sorted((d.doc_id, d.text) for d in docs) == [
+        ("sub/real.txt", "real text"),
+    ], "a file reached by two paths is one document, under the path that is not a link"
+    real_outside = outside.resolve()
+    assert sorted(issues) == sorted(
+        [
+            "alias.txt: the same file as sub/real.txt (a link to it), which is indexed once, under "
+            "that name",
+            "gone.txt: broken symlink (its target missing.txt does not exist); fix or remove the link",
+            f"leak.txt: symlink to {real_outside / 'secret.txt'}, a file outside the source folder; "
+            "not followed: copy the file into the folder, or index its folder directly",
+            f"leakdir: symlink to {real_outside}, a folder outside the source folder; "
+            "not followed: copy the folder into the source, or index it directly",
+            "self.txt: symlink loop (self.txt -> self.txt never reaches a file); fix or remove the link",
+            f"sub/parent: symlink loop (sub/parent -> {source.resolve()}, a folder that holds the link); "
+            "not followed",
+            f"up: symlink loop (up -> {tmp_path.resolve()}, a folder that holds the link); not followed",
+        ]
+    )

@@ -1,0 +1,102 @@
+"""Real, long files from Debian packages, indexed with the tiny model (issue 36).
+
+The demo corpus and SciFact hold short documents; these folders hold licenses, manuals,
+translated man pages and long HTML pages, where a build once crashed on every folder whose
+first document was longer than its first commit. Each build must finish, account for every
+file (one document, or named in an issue or a warning), and find a phrase of its longest
+file in that file first.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from indexer import IndexConfig, build_index
+from indexer.sources.readers import read_documents
+
+LICENSES = Path("/usr/share/common-licenses")
+DOC = Path("/usr/share/doc")
+MAN = Path("/usr/share/man")
+HTML_PAGES = ("python3/python-policy.html", "socat/socat.html", "zlib1g-dev/examples/zlib_how.html",
+              "libxslt1-dev/html/html/libxslt-transform.html", "libjs-underscore/index.html")
+
+
+def regular_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def need(files: list[Path], at_least: int, what: str) -> list[Path]:
+    if len(files) < at_least:
+        pytest.skip(f"{what}: found {len(files)} files, need {at_least}; install Debian's packages "
+                    "(base-files, man-db, python3) or run on the project's CI image")
+    return files
+
+
+def copy(files: list[Path], base: Path, target: Path, names: list[str] | None = None) -> Path:
+    target.mkdir(parents=True)
+    for i, path in enumerate(files):
+        dest = target / (names[i] if names else path.relative_to(base).as_posix())
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+    return target
+
+
+def licenses_largest_first(tmp_path: Path) -> Path:
+    files = need(sorted(regular_files(LICENSES), key=lambda p: -p.stat().st_size), 5, str(LICENSES))
+    return copy(files, LICENSES, tmp_path / "licenses", [f"{i + 1:02}-{p.name}" for i, p in enumerate(files)])
+
+
+def debian_docs(tmp_path: Path) -> Path:
+    files = [p for p in regular_files(DOC) if p.stat().st_size < 32_000]
+    return copy(need(files, 200, str(DOC))[::max(1, len(files) // 250)][:250], DOC, tmp_path / "doc")
+
+
+def man5_pages(tmp_path: Path) -> Path:
+    english = sorted((MAN / "man5").glob("*.5*"))[:40]
+    translated = sorted(p for lang in ("ja", "ru", "de", "fr") for p in (MAN / lang / "man5").glob("*.5*"))[:20]
+    return copy(need(english, 5, f"{MAN}/man5") + need(translated, 2, "translated man5 pages"),
+                MAN, tmp_path / "man")
+
+
+def html_pages(tmp_path: Path) -> Path:
+    files = need([DOC / page for page in HTML_PAGES if (DOC / page).is_file()], 2, "long HTML pages")
+    return copy(files, DOC, tmp_path / "html")
+
+
+def unique_phrase(text: str, others: list[str]) -> str:
+    """A line of `text` of 6 to 20 words that no other document holds."""
+    for line in text.splitlines()[len(text.splitlines()) // 3:]:
+        words = line.split()
+        phrase = " ".join(words)
+        if 6 <= len(words) <= 20 and phrase.isascii() and not any(phrase in other for other in others):
+            return phrase
+    pytest.fail("no line of the longest file is its own")
+
+
+@pytest.mark.parametrize("collection", [licenses_largest_first, debian_docs, man5_pages, html_pages],
+                         ids=["common-licenses-largest-first", "usr-share-doc", "man5-translated", "html"])
+def test_a_real_collection_builds_and_its_longest_file_is_found(collection, tmp_path, tiny_model):
+    from search import Searcher
+
+    source = collection(tmp_path)
+    report = build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model,
+                                     show_progress=False))
+    documents = {doc.doc_id: doc for doc in read_documents(source, on_issue=lambda issue: None)}
+    files = [p.relative_to(source).as_posix() for p in regular_files(source)]
+    named = {issue.path for issue in report.issues}
+    unaccounted = [f for f in files if f not in documents and f not in named
+                   and not any(f in warning for warning in report.warnings)]
+    assert not unaccounted, f"files neither indexed nor named in a warning: {unaccounted[:5]}"
+    assert report.total_documents == len(documents) - sum(
+        1 for issue in report.issues if issue.doc_id in documents)
+    longest = max(documents.values(), key=lambda doc: len(doc.text))
+    phrase = unique_phrase(longest.text, [d.text for d in documents.values() if d is not longest])
+    searcher = Searcher(tmp_path / "idx", model_loading="lazy")
+    try:
+        hits = searcher.search(phrase, k=3, mode="bm25")
+    finally:
+        searcher.close()
+    assert hits and hits[0].doc_id == longest.doc_id, (phrase, [h.doc_id for h in hits])

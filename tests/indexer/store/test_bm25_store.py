@@ -1,0 +1,140 @@
+"""The BM25 store on its own: ids in, ids out, stemming and stop words, atomic save and reload."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from indexer.sources.passage_text import passage_text
+from indexer.store.bm25_store import META_FILE, TITLE_REPEATS, BM25Store, bm25_document
+
+TEXTS = {
+    7: "Volcano eruptions ground flights across Europe",
+    3: "Bread dough rises before baking",
+    12: "The volcano erupted again; ash fell on the village",
+    5: "Interest rates and share prices",
+}
+
+
+def build() -> BM25Store:
+    return BM25Store.build(list(TEXTS), list(TEXTS.values()))
+
+
+def test_search_returns_passage_ids_of_term_matches_best_first():
+    store = build()
+    scores, ids = store.search("volcanic eruption", 10)
+    # "eruption"/"erupted" stem to "erupt"; "volcanic" shares no stem with "volcano".
+    assert set(ids.tolist()) == {7, 12}
+    assert list(scores) == sorted(scores, reverse=True) and np.all(scores > 0)
+    scores, ids = store.search("volcano", 1)
+    assert len(ids) == 1 and ids[0] in (7, 12)
+
+
+def test_stop_words_and_unknown_words_match_nothing():
+    store = build()
+    for query in ("the and of", "zzzyx", ""):
+        scores, ids = store.search(query, 5)
+        assert len(ids) == 0 and len(scores) == 0
+
+
+def test_save_and_load_round_trip(tmp_path):
+    store = build()
+    path = store.save(tmp_path / "bm25-abc")
+    assert not list(tmp_path.glob(".*.tmp")), "the temp folder was renamed, not left behind"
+    loaded = BM25Store.load(path)
+    assert sorted(loaded.ids().tolist()) == sorted(TEXTS)
+    for query in ("volcano ash", "baking bread", "share prices"):
+        expected = store.search(query, 4)
+        got = loaded.search(query, 4)
+        assert got[1].tolist() == expected[1].tolist()
+        np.testing.assert_allclose(got[0], expected[0])
+
+
+def test_empty_store_saves_loads_and_finds_nothing(tmp_path):
+    store = BM25Store.build([], [])
+    loaded = BM25Store.load(store.save(tmp_path / "bm25-empty"))
+    assert loaded.ntotal == 0
+    assert len(loaded.search("anything", 3)[1]) == 0
+
+
+def test_missing_folder_and_bad_input_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="--rebuild"):
+        BM25Store.load(tmp_path / "bm25-gone")
+    with pytest.raises(ValueError, match="2 ids for 1 texts"):
+        BM25Store.build([1, 2], ["one text"])
+    with pytest.raises(ValueError, match="passage ids must be unique"):
+        BM25Store.build([1, 1], ["a b", "c d"])
+
+
+@pytest.mark.parametrize("title, text", [
+    ("Volcanoes", "Lava flows downhill."),
+    ("", "Lava flows downhill."),
+    ("Volcanoes", ""),
+    ("Volcanoes", "# Volcanoes\n\nLava flows downhill."),  # a Markdown file's own heading
+])
+def test_bm25_document_writes_the_title_n_times_in_all(title, text):
+    assert bm25_document(title, text, 1) == passage_text(title, text)
+    assert bm25_document(title, text, 0) == text
+    document = bm25_document(title, text, 3)
+    assert document.count("Volcanoes") == (3 if title else 0)
+    assert document.endswith(text)
+
+
+def test_bm25_document_refuses_a_negative_count():
+    with pytest.raises(ValueError, match="0 or more"):
+        bm25_document("Title", "text", -1)
+
+
+def test_a_title_written_more_often_weighs_more():
+    docs = {1: ("Volcanoes", "Lava flows downhill from the crater."),
+            2: ("Bread", "Volcanoes are a popular theme for cakes made with dough.")}
+    for repeats in (1, 3):
+        store = BM25Store.build(list(docs), [bm25_document(t, x, repeats) for t, x in docs.values()],
+                                title_repeats=repeats)
+        scores, ids = store.search("volcanoes", 2)
+        assert ids.tolist() == [1, 2]
+        if repeats == 1:
+            once = scores[0] - scores[1]
+    assert scores[0] - scores[1] > once  # the title match pulls further ahead
+
+
+def test_title_repeats_are_recorded_and_read_back(tmp_path):
+    store = BM25Store.build(list(TEXTS), list(TEXTS.values()), title_repeats=TITLE_REPEATS)
+    path = store.save(tmp_path / "bm25-titles")
+    assert BM25Store.load(path).title_repeats == TITLE_REPEATS
+    assert BM25Store.stats_of(path).title_repeats == TITLE_REPEATS
+    # A folder from before the count was recorded was written with the title once.
+    meta = json.loads((path / META_FILE).read_text())
+    del meta["title_repeats"]
+    (path / META_FILE).write_text(json.dumps(meta))
+    assert BM25Store.load(path).title_repeats == 1
+    assert BM25Store.stats_of(path).title_repeats == 1
+
+
+def test_the_private_bm25s_functions_a_delta_uses_still_score_as_bm25s_does(tmp_path):
+    """`_FrozenStatsBM25` calls three private functions of bm25s (pinned in requirements.txt).
+    A delta scored with its own base's statistics must score every passage exactly as bm25s'
+    public `BM25.index` does, so an upgrade that changes them fails here, loudly, not in a search."""
+    import inspect
+
+    import bm25s
+    from bm25s import scoring
+
+    from indexer.store.bm25_store import BM25Store
+
+    assert bm25s.__version__ == "0.3.16", "re-check _FrozenStatsBM25 against the new bm25s, then update this pin"
+    for name, params in (("_calculate_doc_freqs", {"corpus_tokens", "unique_tokens", "show_progress"}),
+                         ("_build_scores_and_indices_for_matrix", {"corpus_token_ids", "idf_array",
+                                                                   "avg_doc_len", "doc_frequencies"}),
+                         ("_score_idf_lucene", {"df", "N"})):
+        assert params <= set(inspect.signature(getattr(scoring, name)).parameters), name
+    texts = ["glaciers carve deep valleys", "the river carved a canyon", "valleys of ice and snow",
+             "a canyon river of snow melt", "deep blue lakes"]
+    base = BM25Store.build(np.arange(5), texts)
+    base.save(tmp_path / "base")
+    delta = BM25Store.build_delta(np.arange(5), texts, BM25Store.stats_of(tmp_path / "base"), "base")
+    for query in ("carve valleys", "river canyon snow", "deep lakes"):
+        assert delta.search(query, 5)[1].tolist() == base.search(query, 5)[1].tolist(), query
+        np.testing.assert_allclose(delta.search(query, 5)[0], base.search(query, 5)[0], rtol=1e-5)
