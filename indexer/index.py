@@ -131,7 +131,15 @@ class Index:
                     f"it with: {build_command(index_dir)} --rebuild"
                 )
             raise _not_found(index_dir)
-        index = cls(index_dir, cls.resolve_db_url(index_dir, db_url, manifest), manifest, use_gpu)
+        resolved = cls.resolve_db_url(index_dir, db_url, manifest)
+        if resolved == sql_store.default_db_url(index_dir) and not layout.sqlite_file.is_file():
+            # Connecting would create an empty store.sqlite: opening to search never writes.
+            raise IndexUnreadableError(
+                f"The index in {index_dir} has lost its SQL store ({layout.sqlite_file.name}), which "
+                "holds the passages' text. Build it again from your source: "
+                f"{build_command(index_dir)} --rebuild"
+            )
+        index = cls(index_dir, resolved, manifest, use_gpu)
         try:
             index._load(required=True)
         except BaseException:
@@ -248,8 +256,18 @@ class Index:
                 return None
 
     def _load_snapshot(self, info: IndexInfo) -> IndexSnapshot:
+        """The build's files, verified. Damaged vectors raise; a damaged or missing BM25 part
+        loads as None with the reason, so searches go on in dense mode and say why."""
         vectors = verified_vectors(self.index_dir, info, self.use_gpu)
-        return IndexSnapshot(info.build_id, info, vectors, verified_bm25(self.index_dir, info))
+        try:
+            return IndexSnapshot(info.build_id, info, vectors, verified_bm25(self.index_dir, info))
+        except (FileNotFoundError, IndexUnreadableError) as err:
+            if self._current_build_id() != info.build_id:
+                raise  # a build replaced it meanwhile: `_load` loads that one
+            problem = str(err) if isinstance(err, IndexUnreadableError) else str(
+                damaged(self.index_dir, info, "a file of the committed build is missing"))
+            logger.warning("%s Searching in dense mode until then.", problem)
+            return IndexSnapshot(info.build_id, info, vectors, None, problem)
 
     def snapshot(self) -> IndexSnapshot:
         """The loaded build. Hold on to it for the length of one search."""

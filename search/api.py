@@ -37,7 +37,8 @@ from fastapi import FastAPI, Query
 
 from indexer import settings
 from indexer.errors import IndexerError, IndexNotFoundError
-from search.api_errors import ApiError, BodySizeLimit, install_error_handlers
+from indexer.store.sql_store import shown_url
+from search.api_errors import ApiError, BodySizeLimit, install_error_handlers, redact
 from search.api_models import (
     MAX_BODY_BYTES,
     MAX_QUERY_CHARS,
@@ -64,8 +65,6 @@ logger = logging.getLogger(__name__)
 
 # The environment variable that carries the ApiConfig to each worker process of `--workers N`.
 CONFIG_ENV = "SEMSEARCH_API_CONFIG"
-# Every build is a FAISS IndexIDMap2 over IndexFlatIP (exact inner product); the index records
-# no type of its own yet.
 # How long uvicorn's supervisor waits for a worker of `--workers N` to answer its ping.
 WORKER_HEALTHCHECK_S = 120
 
@@ -137,6 +136,20 @@ class Service:
         choice = resolve_reranker(config.rerank, reranker_setting(config))
         return cls(config, choice, choice.load())
 
+    def public(self, text: str) -> str:
+        """`text` without the paths and the database URL this server runs with (`redact`): answers
+        name "<index>", "<database>" and "<reranker>" instead; the log keeps them."""
+        named: dict[str, str] = {}
+        for folder, stand_in in ((self.config.index_dir, "<index>"), (self.choice.path, "<reranker>")):
+            if folder is not None:
+                for shown in {str(folder), str(Path(folder).resolve()), str(Path(folder).expanduser())}:
+                    named[shown] = stand_in
+        for url in (self.config.db_url, settings.db_url()):
+            if url:
+                named[url] = "<database>"
+                named[shown_url(url)] = "<database>"
+        return redact(text, named)
+
     @property
     def ready(self) -> bool:
         return self._searcher is not None
@@ -189,8 +202,9 @@ class Service:
         if err is None or isinstance(err, IndexNotFoundError):
             found = str(err) if err is not None else "No index is open yet."
             detail = f"{found} The service loads it as soon as a build commits; no restart needed."
-            return ApiError(503, "no_index", detail, {"Retry-After": retry})
-        return ApiError(503, "index_unavailable", f"The index cannot be read: {err}", {"Retry-After": retry})
+            return ApiError(503, "no_index", self.public(detail), {"Retry-After": retry})
+        return ApiError(503, "index_unavailable", self.public(f"The index cannot be read: {err}"),
+                        {"Retry-After": retry})
 
     def similarity_model(self) -> tuple[Any, str]:
         """The index's bi-encoder once an index is open, else `config.similarity_model` (the default)."""
@@ -225,7 +239,7 @@ def health_of(service: Service) -> HealthResponse:
     if service.ready:
         return HealthResponse(status="ok", index="ready", detail=None)
     state = "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable"
-    return HealthResponse(status="ok", index=state, detail=None if problem is None else str(problem))
+    return HealthResponse(status="ok", index=state, detail=None if problem is None else service.public(str(problem)))
 
 
 def stats_of(service: Service) -> StatsResponse:
@@ -235,12 +249,12 @@ def stats_of(service: Service) -> StatsResponse:
     except IndexerError as err:
         raise service.unavailable(err) from err
     return StatsResponse(
-        documents=figures.documents, passages=figures.passages, model=figures.model,
+        documents=figures.documents, passages=figures.passages, model=service.public(figures.model),
         model_label=figures.model_label, dimension=figures.dimension, index_type=figures.vector_index,
         recall_at_10=figures.recall_at_10, delta_segments=figures.delta_segments,
         modes=list(searcher.modes), built_at=figures.built_at, build_seconds=figures.build_seconds,
         build_id=figures.build_id,
-        reranker=None if service.reranker is None else str(service.choice.path),
+        reranker=None if service.reranker is None else Path(str(service.choice.path)).name,
         rerank_default=searcher.rerank_by_default,
     )
 
@@ -259,7 +273,9 @@ async def search_with(service: Service, request: SearchRequest) -> SearchRespons
     except IndexerError as err:  # before ValueError: IndexMismatchError is both
         raise service.unavailable(err) from err
     except (ValueError, TypeError) as err:  # the Searcher's own checks: empty query, k > candidates
-        raise ApiError(400, "bad_request", str(err)) from err
+        raise ApiError(400, "bad_request", service.public(str(err))) from err
+    if result.fallback_reason is not None:
+        result = dataclasses.replace(result, fallback_reason=service.public(result.fallback_reason))
     return search_response(request, result)
 
 
@@ -297,6 +313,8 @@ async def similarity_with(service: Service, request: SimilarityRequest) -> Simil
         matrix, label = await _in_thread(service, compute)
     except IndexerError as err:
         raise service.unavailable(err) from err
+    except (ValueError, TypeError) as err:  # the similarity functions' own checks
+        raise ApiError(400, "bad_request", service.public(str(err))) from err
     return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None)
 
 

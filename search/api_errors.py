@@ -8,6 +8,7 @@ a client: an unexpected exception is logged with its traceback and answered with
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -27,6 +28,19 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.status, self.code, self.detail, self.headers = status, code, detail, headers
+
+
+# An absolute path of two or more parts, not inside a URL ("http://host/x" keeps its host).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w:/.~])/(?:[^/\s'\"`]+/)+([^/\s'\"`]*)")
+
+
+def redact(text: str, named: dict[str, str]) -> str:
+    """`text` as an answer may show it: each string in `named` (a folder, a database URL) replaced
+    by its stand-in, longest first, then any other absolute path by ".../its-last-part". The
+    server's own log keeps the full text."""
+    for secret in sorted((key for key in named if key), key=len, reverse=True):
+        text = text.replace(secret, named[secret])
+    return _ABSOLUTE_PATH.sub(lambda m: f".../{m.group(1)}" if m.group(1) else "...", text)
 
 
 def error_body(code: str, detail: str, errors: list[dict[str, str]] | None = None) -> dict[str, Any]:

@@ -67,6 +67,11 @@ class SimilarityRequest(BaseModel):
     def _same_shape(self) -> SimilarityRequest:
         if isinstance(self.a, str) != isinstance(self.b, str):
             raise ValueError("a and b must both be sentences (strings) or both be lists of sentences")
+        for name, value in (("a", self.a), ("b", self.b)):
+            for pos, sentence in enumerate([value] if isinstance(value, str) else value):
+                if not sentence.strip():
+                    where = name if isinstance(value, str) else f"{name}[{pos}]"
+                    raise ValueError(f"{where} is empty; give it a sentence with some words to compare")
         return self
 
 

@@ -171,19 +171,20 @@ class ModeChoice:
 
 
 def choose_mode(requested: str | None, default: str, available: Collection[str], index_dir: Path,
-                model_ready: bool = True) -> ModeChoice:
+                model_ready: bool = True, bm25_problem: str | None = None) -> ModeChoice:
     """The one rule for which mode runs: `requested`, else `default`, on the retrievers `available`.
 
     An index whose build has no BM25 part has only dense. A search that names no
     mode then runs dense, with the reason and the fix, so searches keep working
     until BM25 is rebuilt; naming bm25 or hybrid raises instead, since the
-    caller asked for exact-word matching that dense cannot give.
+    caller asked for exact-word matching that dense cannot give. `bm25_problem` says why a build
+    that has BM25 cannot use it (its folder is damaged or missing), with the repair command.
 
     While the model is still loading (`model_ready` False: a Searcher that loads it in
     the background), a search that needs it runs BM25, with the reason, rather than
     keep its caller waiting seconds; an index without BM25 has to wait for the model.
     """
-    choice = _index_mode(requested, default, available, index_dir)
+    choice = _index_mode(requested, default, available, index_dir, bm25_problem)
     if model_ready or choice.mode == "bm25" or "bm25" not in available:
         return choice
     return ModeChoice(
@@ -193,10 +194,14 @@ def choose_mode(requested: str | None, default: str, available: Collection[str],
     )
 
 
-def _index_mode(requested: str | None, default: str, available: Collection[str], index_dir: Path) -> ModeChoice:
+def _index_mode(requested: str | None, default: str, available: Collection[str], index_dir: Path,
+                bm25_problem: str | None) -> ModeChoice:
     if requested is not None:
         check_mode(requested)
         if requested not in available:
+            if bm25_problem is not None:
+                raise IndexUnreadableError(f"{bm25_problem} Until then mode {requested!r} cannot run; "
+                                           "search with mode='dense'.")
             raise IndexUnreadableError(
                 f"The index in {index_dir} has no BM25 index, so mode {requested!r} cannot run. "
                 f"Run `python -m indexer repair --index {index_dir}` to rebuild it from the stored "
@@ -205,6 +210,8 @@ def _index_mode(requested: str | None, default: str, available: Collection[str],
         return ModeChoice(requested)
     if default in available:
         return ModeChoice(default)
+    if bm25_problem is not None:
+        return ModeChoice("dense", f"{bm25_problem} Until then it is searched in dense mode instead of {default}.")
     return ModeChoice(
         "dense",
         f"The index in {index_dir} has no BM25 index, so it is searched in dense mode instead of "

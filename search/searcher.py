@@ -48,6 +48,7 @@ class LoadedBuild:
     retrievers: Mapping[str, Retriever]
     passages: int
     stats: IndexStats
+    bm25_problem: str | None = None
 
 
 class Searcher:
@@ -112,6 +113,7 @@ class Searcher:
             retrievers=retrievers_for(snapshot.vectors, snapshot.bm25, self.config.fusion_for()),
             passages=snapshot.vectors.ntotal,
             stats=stats,
+            bm25_problem=snapshot.bm25_problem,
         )
 
     @property
@@ -146,7 +148,9 @@ class Searcher:
     def retriever(self, mode: str | None = None) -> Retriever:
         """The retriever a search in `mode` runs, for use on its own (passage ids in, no grouping)."""
         loaded = self._loaded
-        return loaded.retrievers[choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir).mode]
+        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir,
+                             bm25_problem=loaded.bm25_problem)
+        return loaded.retrievers[choice.mode]
 
     def refresh(self) -> bool:
         """Load the newest committed build if another has committed since; True when it changed.
@@ -249,7 +253,8 @@ class Searcher:
             self.refresh()
         loaded = self._loaded
         loading = self._model.loading
-        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir, model_ready=not loading)
+        choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir, model_ready=not loading,
+                             bm25_problem=loaded.bm25_problem)
         # Logged once: an index without BM25 stays so until repaired; a loading model passes.
         if choice.fallback_reason is not None and not self._warned_fallback and not loading:
             self._warned_fallback = True

@@ -36,9 +36,18 @@ def _check_sentences(sentences: Sequence[str], name: str) -> list[str]:
         raise TypeError(f"{name} must be a list of strings, not a single string; wrap it in [...].")
     items = list(sentences)
     for pos, sentence in enumerate(items):
-        if not isinstance(sentence, str):
-            raise TypeError(f"{name}[{pos}] is {type(sentence).__name__}; every item must be a string.")
+        _check_sentence(sentence, f"{name}[{pos}]")
     return items
+
+
+def _check_sentence(sentence: object, name: str) -> str:
+    """`sentence`, a string with something to embed: an empty one would still get a score, which
+    would mean nothing."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"{name} is {type(sentence).__name__}; it must be a string.")
+    if not sentence.strip():
+        raise ValueError(f"{name} is empty; give it a sentence with some words to compare.")
+    return sentence
 
 
 def embed(sentences: Sequence[str], model=None, batch_size: int = 64) -> np.ndarray:
@@ -48,9 +57,8 @@ def embed(sentences: Sequence[str], model=None, batch_size: int = 64) -> np.ndar
 
 def similarity(a: str, b: str, model=None) -> float:
     """Cosine similarity of the embeddings of two sentences, in [-1, 1]."""
-    for name, value in (("a", a), ("b", b)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a string, not {type(value).__name__}.")
+    _check_sentence(a, "a")
+    _check_sentence(b, "b")
     vectors = embed([a, b], model)
     return float(vectors[0] @ vectors[1])
 

@@ -8,6 +8,7 @@ the same name updates its document instead of adding a second one.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -75,12 +76,27 @@ def fit_name(name: str, limit: int = MAX_NAME_BYTES) -> str:
 
 
 def save_uploads(files: Iterable[tuple[str, bytes]], folder: Path) -> list[str]:
-    """Write each (name, bytes) pair into `folder`, replacing a file of the same name."""
+    """Write each (name, bytes) pair into `folder`, replacing a file of the same name.
+
+    Never through a symbolic link: a link planted in the uploads folder (or the folder itself
+    being one) would have the app overwrite whatever it points at, so either is refused with a
+    ValueError before anything is written, and a link that appears meanwhile fails the write
+    (O_NOFOLLOW).
+    """
+    files = [(safe_upload_name(name), data) for name, data in files]
+    if folder.is_symlink():
+        raise ValueError(f"{folder} is a symbolic link; the app does not write uploads through links. "
+                         "Replace it with a real folder (or remove it) and upload again.")
+    links = sorted({target for target, _ in files if (folder / target).is_symlink()})
+    if links:
+        raise ValueError(f"{folder / links[0]} is a symbolic link; the app does not write uploads through "
+                         "links. Remove it, or rename the file you upload, and upload again.")
     folder.mkdir(parents=True, exist_ok=True)
     saved: list[str] = []
-    for name, data in files:
-        target = safe_upload_name(name)
-        (folder / target).write_bytes(data)
+    for target, data in files:
+        descriptor = os.open(folder / target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(descriptor, "wb") as fh:
+            fh.write(data)
         if target not in saved:
             saved.append(target)
     return saved

@@ -320,7 +320,12 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
         if doc_id is None:
             on_issue(InputIssue(label, line_no, problem or "unusable id"))
             continue
-        title = str(row.get("title") or "")
+        title = row.get("title")
+        if title is not None and (isinstance(title, bool) or not isinstance(title, str | int | float)):
+            on_issue(InputIssue(label, line_no, f"'title' is {_json_kind(title)}; it must be a string",
+                                doc_id=doc_id))
+            continue
+        title = "" if title is None else str(title)
         metadata = {k: v for k, v in row.items() if k not in ("id", "_id", "title", "text")}
         nested = metadata.pop("metadata", None)
         if isinstance(nested, dict):
@@ -403,6 +408,10 @@ def read_csv_file(
                     'put a field that holds commas in double quotes ("...")',
                 )
             )
+            continue
+        if text_column in columns and columns.index(text_column) >= len(values):
+            on_issue(InputIssue(label, row_no, f"row has {len(values)} field{'s' if len(values) != 1 else ''} "
+                                f"but the header has {len(columns)}: it ends before column '{text_column}'"))
             continue
         row: dict[str, str | None] = dict.fromkeys(columns)
         row.update(zip(columns, values, strict=False))

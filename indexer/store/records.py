@@ -112,6 +112,7 @@ class IndexSnapshot:
     info: IndexInfo
     vectors: SegmentedVectors
     bm25: SegmentedBM25 | None
+    bm25_problem: str | None = None  # why `bm25` is None in a build that has one: damaged or missing
 
 
 @dataclass(frozen=True)

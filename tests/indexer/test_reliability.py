@@ -16,6 +16,7 @@ from indexer.__main__ import main
 from indexer.embedding import load_bi_encoder
 from indexer.store import integrity
 from indexer.store.transaction import WriteTransaction
+from search import Searcher
 from tests.indexer.helpers import (
     assert_consistent,
     config,
@@ -124,9 +125,19 @@ def test_damaged_file_names_the_repair_command_and_it_works(built, tmp_path, dam
     damage_fn(index_dir, other)
     command = f"python -m indexer repair --index {index_dir}"
     message = (rf"The index in {re.escape(str(index_dir))} is damaged: {what} \(build \w+\)\. Its "
-               rf"text is safe in SQL; repair it with: {re.escape(command)}$")
-    with pytest.raises(IndexUnreadableError, match=message):
-        Index.open(index_dir)
+               rf"text is safe in SQL; repair it with: {re.escape(command)}")
+    if damage.startswith("bm25"):  # searches go on in dense mode, and say why and how to repair
+        searcher = Searcher(index_dir)
+        result = searcher.search_detailed("bread dough")
+        assert result.mode == "dense" and {h.doc_id for h in result.hits} == set(DOCS)
+        assert re.match(message + r" Until then it is searched in dense mode instead of hybrid\.$",
+                        result.fallback_reason)
+        with pytest.raises(IndexUnreadableError, match=message + r" Until then mode 'bm25' cannot run"):
+            searcher.search("bread", mode="bm25")
+        searcher.close()
+    else:
+        with pytest.raises(IndexUnreadableError, match=message + "$"):
+            Index.open(index_dir)
 
     assert main(command.split()[3:] + ["--quiet"]) == 0
     out = capsys.readouterr().out
@@ -182,6 +193,22 @@ def test_a_damaged_sqlite_file_says_rebuild_and_rebuild_keeps_it_aside(built):
     assert [p.name for p in kept if not p.name.startswith("store.sqlite-")] and all(
         re.fullmatch(r"store\.sqlite(-wal|-shm)?\.damaged-\d{8}T\d{6}", p.name) for p in kept)
     assert any(p.read_bytes().startswith(b"this is not a database") for p in kept)
+    assert_searchable(index_dir, model)
+
+
+def test_a_missing_sqlite_file_is_not_recreated_by_a_search_and_the_rebuild_it_names_works(built):
+    """Opening an index to search never writes to it: a lost store.sqlite stays lost (an empty
+    one would read as an index without rows) and the error names the command that rebuilds it."""
+    source, index_dir, model = built
+    for part in index_dir.glob("store.sqlite*"):
+        part.unlink()
+    with pytest.raises(IndexUnreadableError, match=(
+            rf"has lost its SQL store \(store\.sqlite\), which holds the passages' text\. Build it again "
+            rf"from your source: python -m indexer build --source PATH --index {re.escape(str(index_dir))} "
+            r"--rebuild")):
+        Index.open(index_dir)
+    assert not (index_dir / "store.sqlite").exists(), "the search created the store it could not find"
+    build_index(config(source, index_dir, model, rebuild=True))
     assert_searchable(index_dir, model)
 
 

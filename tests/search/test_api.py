@@ -76,7 +76,8 @@ def test_stats_describe_the_build(client, served_index):
     body = client.get("/stats").json()
     stats = Searcher(served_index).stats()
     assert (body["documents"], body["passages"]) == (5, stats.passages)
-    assert body["build_id"] == stats.build_id and body["model"] == stats.model
+    assert body["build_id"] == stats.build_id
+    assert body["model"] == f".../{Path(stats.model).name}" and str(served_index) not in str(body), "no paths"
     assert body["index_type"].startswith("exact") and body["recall_at_10"] == 1.0
     assert body["dimension"] == 32 and body["delta_segments"] == 0
     assert set(body["modes"]) == {"dense", "bm25", "hybrid"}
@@ -242,6 +243,8 @@ def test_similarity_limits_and_shapes(client):
     assert_error(client.post("/similarity", json={"a": [], "b": []}), 422, "at least 1 item")
     assert_error(client.post("/similarity", json={"a": ["x", 3], "b": ["y"]}), 422, "body.a")
     assert_error(client.post("/similarity", json={"a": "x"}), 422, "body.b", "Field required")
+    assert_error(client.post("/similarity", json={"a": "", "b": "y"}), 422, "a is empty")
+    assert_error(client.post("/similarity", json={"a": ["x", " "], "b": ["y"]}), 422, "a[1] is empty")
 
 
 def test_unknown_path_and_method_are_json(client):
@@ -268,7 +271,7 @@ def test_a_named_reranker_reranks_by_default_and_can_be_turned_off(served_index,
     config = ApiConfig(index_dir=served_index, rerank_model=tiny_cross_encoder)
     with TestClient(create_app(config)) as reranking:
         stats = reranking.get("/stats").json()
-        assert stats["reranker"] == tiny_cross_encoder and stats["rerank_default"] is True
+        assert stats["reranker"] == Path(tiny_cross_encoder).name and stats["rerank_default"] is True
         body = reranking.post("/search", json={"q": "bread", "k": 3, "candidates": 5}).json()
         assert body["reranked"] == 5 and all(hit["rerank_score"] is not None for hit in body["hits"])
         assert body["timings"]["rerank_ms"] > 0
@@ -329,6 +332,9 @@ def test_503_until_an_index_is_built_then_200_without_restart(tmp_path, tiny_mod
     with TestClient(create_app(config)) as waiting:
         health = waiting.get("/health").json()
         assert health["index"] == "missing" and "python -m indexer build" in health["detail"]
+        # Answers name "<index>", not the server's folders: the log keeps those.
+        assert "--index <index>" in health["detail"] and str(tmp_path) not in health["detail"]
+        assert str(tmp_path) not in waiting.get("/stats").text
         for response in (waiting.get("/search", params={"q": "bread"}), waiting.get("/stats"),
                          waiting.post("/search", json={"q": "bread"})):
             body = assert_error(response, 503, "No index", "python -m indexer build", "no restart")
@@ -391,3 +397,29 @@ def test_the_service_closes_its_searcher_on_shutdown(private_index):
         assert live.get("/health").json()["index"] == "ready"
     assert app.state.service.ready is False
     shutil.rmtree(index_dir)  # nothing holds it open
+
+
+def test_redact_replaces_the_named_strings_and_shortens_other_absolute_paths():
+    from search.api_errors import redact
+
+    text = ("No index found in /srv/data/idx (postgresql+psycopg://u:***@db/x); see /srv/data/idx/store.sqlite, "
+            "/home/me/models/reranker, http://host/docs and /docs")
+    shown = redact(text, {"/srv/data/idx": "<index>", "postgresql+psycopg://u:***@db/x": "<database>"})
+    assert shown == ("No index found in <index> (<database>); see <index>/store.sqlite, .../reranker, "
+                     "http://host/docs and /docs")
+
+
+def test_a_fallback_reason_names_no_server_path(private_index):
+    """An index that lost its BM25 folder is searched dense, and the answer says so without
+    the folder's path."""
+    _, index_dir, model = private_index
+    searcher = Searcher(index_dir)
+    bm25_dir = index_dir / searcher.index.info.bm25_dir
+    searcher.close()
+    shutil.rmtree(bm25_dir)
+    config = ApiConfig(index_dir=index_dir, rerank_model="none", similarity_model=model)
+    with TestClient(create_app(config)) as served:
+        wait_until_ready(served)
+        body = served.get("/search", params={"q": "bread"}).json()
+    assert body["mode"] == "dense" and "searched in dense mode instead of hybrid" in body["fallback_reason"]
+    assert "--index <index>" in body["fallback_reason"] and str(index_dir) not in str(body)

@@ -56,8 +56,17 @@ def test_bad_inputs_are_explained(tiny_model):
         similarity_matrix("just one string", model=tiny_model)
     with pytest.raises(TypeError, match=r"sentences_a\[1\] is int"):
         similarity_matrix(["ok", 3], model=tiny_model)
-    with pytest.raises(TypeError, match="b must be a string, not NoneType"):
+    with pytest.raises(TypeError, match="b is NoneType; it must be a string"):
         similarity("a", None, model=tiny_model)
+    # An empty sentence would still get a score (0.54 with MiniLM), which means nothing.
+    with pytest.raises(ValueError, match="a is empty; give it a sentence"):
+        similarity("", "x", model=tiny_model)
+    with pytest.raises(ValueError, match="b is empty"):
+        similarity("x", " \t\n", model=tiny_model)
+    with pytest.raises(ValueError, match=r"sentences_b\[1\] is empty"):
+        similarity_matrix(["x"], ["y", "  "], model=tiny_model)
+    with pytest.raises(ValueError, match=r"sentences\[0\] is empty"):
+        top_pairs(["", "b"], model=tiny_model)
     with pytest.raises(ValueError, match="needs at least 2 sentences, got 1"):
         top_pairs(["alone"], model=tiny_model)
     with pytest.raises(ValueError, match=r"k \(0\) must be at least 1"):

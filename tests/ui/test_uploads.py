@@ -169,3 +169,22 @@ def test_index_uploads_takes_any_text_file_and_refuses_a_batch_with_nothing_to_i
     assert result.issues == [] and result.report.total_documents == 2
     titles = {h.doc_id: h.title for h in Searcher(index).search("sand dunes and glaciers", k=2)}
     assert titles == {"README": "README", "NOTES.rst.gz": "Deserts"}
+
+
+def test_save_uploads_never_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+    """A link planted in uploads/ would have the app overwrite its target; it is refused, and
+    nothing of the batch is written."""
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    folder = tmp_path / "uploads"
+    folder.mkdir()
+    (folder / "notes.txt").symlink_to(outside)
+    with pytest.raises(ValueError, match=r"notes\.txt is a symbolic link; the app does not write uploads through links"):
+        save_uploads([("fresh.txt", b"new"), ("notes.txt", b"overwritten")], folder)
+    assert outside.read_text() == "keep me" and not (folder / "fresh.txt").exists()
+    linked = tmp_path / "linked-uploads"
+    linked.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(ValueError, match="linked-uploads is a symbolic link"):
+        save_uploads([("a.txt", b"x")], linked)
+    assert not (tmp_path / "elsewhere").exists()
+    assert save_uploads([("notes2.txt", b"fine")], folder) == ["notes2.txt"]

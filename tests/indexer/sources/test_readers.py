@@ -227,6 +227,29 @@ def test_jsonl_text_that_is_not_a_string_is_named(tmp_path):
     assert collect(path) == ([], ["docs.jsonl:1: 'text' is a list; it must be a string"])
 
 
+def test_jsonl_title_that_is_an_object_or_a_boolean_is_skipped_with_its_line(tmp_path):
+    """Such a title would be stored as "{'x': 1}" or "True"; a number is a fine title."""
+    path = tmp_path / "docs.jsonl"
+    rows = [{"id": "a", "title": {"x": 1}, "text": "alpha"}, {"id": "b", "title": True, "text": "beta"},
+            {"id": "c", "title": ["t"], "text": "gamma"}, {"id": "d", "title": 1984, "text": "delta"},
+            {"id": "e", "title": None, "text": "epsilon"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    docs, issues = collect(path)
+    assert [(d.doc_id, d.title) for d in docs] == [("d", "1984"), ("e", "")]
+    assert issues == ["docs.jsonl:1: 'title' is an object; it must be a string",
+                      "docs.jsonl:2: 'title' is a boolean; it must be a string",
+                      "docs.jsonl:3: 'title' is a list; it must be a string"]
+
+
+def test_csv_row_that_ends_before_the_text_column_is_called_short(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("id,title,text\n1,One,first\n2,Two\n3\n4,Four,fourth\n")
+    docs, issues = collect(path)
+    assert [d.doc_id for d in docs] == ["1", "4"]
+    assert issues == ["t.csv:3: row has 2 fields but the header has 3: it ends before column 'text'",
+                      "t.csv:4: row has 1 field but the header has 3: it ends before column 'text'"]
+
+
 # --- encodings -----------------------------------------------------------------------------
 
 
