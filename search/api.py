@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -33,16 +34,27 @@ from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 
 from indexer import settings
 from indexer.errors import IndexerError, IndexNotFoundError
 from indexer.store.sql_store import shown_url
-from search.api_errors import ApiError, BodySizeLimit, install_error_handlers, redact
+from search.api_errors import (
+    ApiError,
+    BodySizeLimit,
+    RequestHeadLimit,
+    install_error_handlers,
+    redact,
+)
 from search.api_models import (
     MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+    MAX_HTTP_HEAD_BYTES,
     MAX_QUERY_CHARS,
     MAX_SIMILARITY_SENTENCES,
+    MAX_URL_BYTES,
     ErrorResponse,
     FusionMethod,
     HealthResponse,
@@ -75,7 +87,8 @@ class ApiConfig:
     reranker; "none" turns reranking off. `rerank` is the default for a request that does not
     say, decided by `resolve_reranker` when None. `similarity_model` serves /similarity while no
     index is open (None: the default bi-encoder); once one is, its own model does.
-    `poll_seconds` is how often a service without an index looks for one."""
+    `poll_seconds` is how often a service without an index looks for one. `cors_origins` are the
+    web origins whose pages may call the API from a browser (CORS); none by default."""
 
     index_dir: Path
     db_url: str | None = None
@@ -84,9 +97,15 @@ class ApiConfig:
     similarity_model: str | None = None
     poll_seconds: float = 2.0
     search_threads: int = 1
+    cors_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index_dir", Path(self.index_dir))
+        object.__setattr__(self, "cors_origins", tuple(self.cors_origins))
+        for origin in self.cors_origins:
+            if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
+                raise ValueError(f"CORS origin {origin!r} is not an origin; give scheme and host (and port), "
+                                 "e.g. https://intranet.example.org or http://localhost:3000, with no path.")
         if not (math.isfinite(self.poll_seconds) and self.poll_seconds > 0):
             raise ValueError(f"poll_seconds ({self.poll_seconds}) must be a positive number of seconds.")
         if self.search_threads < 1:
@@ -279,6 +298,16 @@ async def search_with(service: Service, request: SearchRequest) -> SearchRespons
     return search_response(request, result)
 
 
+def refuse_unknown_parameters(http: Request) -> None:
+    """A query parameter GET /search does not know is a 422, as an unknown field of POST is:
+    a misspelt `mdoe=bm25` must not silently search in the default mode."""
+    unknown = sorted(set(http.query_params) - set(SearchRequest.model_fields))
+    if unknown:
+        raise RequestValidationError([
+            {"type": "extra_forbidden", "loc": ("query", name), "msg": "Extra inputs are not permitted",
+             "input": http.query_params[name]} for name in unknown])
+
+
 def search_response(request: SearchRequest, result) -> SearchResponse:
     timings = result.timings
     return SearchResponse(
@@ -344,19 +373,25 @@ def _new_app(service: Service, config: ApiConfig) -> FastAPI:
         description=(
             f"Limits: a query or sentence holds at most {MAX_QUERY_CHARS} characters; `k` and "
             f"`candidates` lie in 1..{MAX_K}; a similarity list holds at most "
-            f"{MAX_SIMILARITY_SENTENCES} sentences; a request body at most {MAX_BODY_BYTES} bytes. "
+            f"{MAX_SIMILARITY_SENTENCES} sentences; a request body at most {MAX_BODY_BYTES} bytes, "
+            f"a URL {MAX_URL_BYTES} (414) and the headers {MAX_HEADER_BYTES} (431). An unknown field "
+            "or query parameter is a 422. "
             "Errors are JSON: `{\"error\": code, \"detail\": what was wrong and the fix}`. "
             "503 while no index has been built; indexing is `python -m indexer build`'s job."
         ),
         version="1",
         lifespan=_lifespan(service, config),
         responses={
-            400: {"model": ErrorResponse}, 413: {"model": ErrorResponse},
-            422: {"model": ErrorResponse}, 503: {"model": ErrorResponse},
+            400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 414: {"model": ErrorResponse},
+            422: {"model": ErrorResponse}, 431: {"model": ErrorResponse}, 503: {"model": ErrorResponse},
         },
     )
     app.state.service = service
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    if config.cors_origins:  # off by default: a browser page elsewhere may not read the answers
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["Content-Type"], max_age=600)
+    app.add_middleware(RequestHeadLimit)  # outermost: refuses before anything reads the request
     install_error_handlers(app)
     return app
 
@@ -379,6 +414,7 @@ def create_app(config: ApiConfig) -> FastAPI:
 
     @app.get("/search", response_model=SearchResponse)
     async def search_get(
+        http: Request,
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")],
         k: Annotated[int, Query(ge=1, le=MAX_K)] = DEFAULT_K,
         mode: Mode | None = None,
@@ -388,6 +424,7 @@ def create_app(config: ApiConfig) -> FastAPI:
         fusion_weight: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False)] = None,
     ) -> SearchResponse:
         """The k best documents for `q`, each with its best passage; the same fields as POST."""
+        refuse_unknown_parameters(http)
         return await search_with(service, SearchRequest.model_construct(
             q=q, k=k, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
             fusion_weight=fusion_weight))
@@ -431,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="how often a service without an index looks for one")
     parser.add_argument("--search-threads", type=int, default=1,
                         help="searches one worker runs at once (default 1; torch uses every core for each)")
+    parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                        help="let web pages from ORIGIN (e.g. https://intranet.example.org) call the API "
+                        "from a browser; repeat for several; none by default")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
@@ -442,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ApiConfig(
             index_dir=args.index, db_url=args.db, rerank_model=args.rerank_model, rerank=args.rerank,
             poll_seconds=args.poll_seconds, search_threads=args.search_threads,
+            cors_origins=tuple(args.cors_origin),
         )
         if args.workers == 1:
             app: FastAPI | str = create_app(config)
@@ -455,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     # A worker loading torch and the models on busy cores answers uvicorn's pings late; the default
     # 5 s had every worker killed and restarted, forever.
     uvicorn.run(app, host=args.host, port=args.port, workers=args.workers, factory=isinstance(app, str),
-                log_level=args.log_level.lower(), timeout_worker_healthcheck=WORKER_HEALTHCHECK_S)
+                log_level=args.log_level.lower(), timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+                h11_max_incomplete_event_size=MAX_HTTP_HEAD_BYTES)
     return 0
 
 

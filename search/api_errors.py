@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from search.api_models import MAX_BODY_BYTES, ErrorResponse
+from search.api_models import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URL_BYTES, ErrorResponse
 
 logger = logging.getLogger(__name__)
 
@@ -133,3 +133,31 @@ class BodySizeLimit:
             return {"type": "http.request", "body": bytes(body), "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+class RequestHeadLimit:
+    """Refuses, in the API's JSON shape, a request whose URL (path and query string) is over
+    `max_url` bytes (414) or whose headers are over `max_headers` bytes together (431), before
+    any route reads them."""
+
+    def __init__(self, app: ASGIApp, max_url: int = MAX_URL_BYTES, max_headers: int = MAX_HEADER_BYTES) -> None:
+        self.app = app
+        self.max_url = max_url
+        self.max_headers = max_headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            url = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b""))
+            headers = sum(len(name) + len(value) for name, value in scope["headers"])
+            refusal = None
+            if url > self.max_url:
+                refusal = (414, "uri_too_long", f"The URL is {url} bytes, over the {self.max_url} this API "
+                           "accepts; send a long query in the body of POST /search instead.")
+            elif headers > self.max_headers:
+                refusal = (431, "headers_too_large", f"The request headers are {headers} bytes together, "
+                           f"over the {self.max_headers} this API accepts.")
+            if refusal is not None:
+                status, code, detail = refusal
+                await JSONResponse(error_body(code, detail), status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

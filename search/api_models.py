@@ -22,6 +22,15 @@ MAX_QUERY_CHARS = 2000
 MAX_BODY_BYTES = 64 * 1024
 # Sentences in each list of a similarity request (422 above it), so a matrix is at most 100 x 100.
 MAX_SIMILARITY_SENTENCES = 100
+# The path and query string of a request (414 above it): a GET /search of the longest query,
+# percent-encoded (3 bytes a character at most), with every other field, fits.
+MAX_URL_BYTES = 8 * 1024
+# All header names and values of a request together (431 above it).
+MAX_HEADER_BYTES = 16 * 1024
+# What the HTTP server (uvicorn's h11) buffers of a request line and headers before the app sees
+# them: past this it answers "400 Invalid HTTP request received." itself, in plain text, as it does
+# for a Content-Length or chunk size that is not a number. Below it, the limits above answer JSON.
+MAX_HTTP_HEAD_BYTES = 1024 * 1024
 
 Mode = Literal["dense", "bm25", "hybrid"]
 FusionMethod = Literal[FUSIONS]  # "rrf", "minmax", "tmm", "zscore"

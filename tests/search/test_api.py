@@ -423,3 +423,40 @@ def test_a_fallback_reason_names_no_server_path(private_index):
         body = served.get("/search", params={"q": "bread"}).json()
     assert body["mode"] == "dense" and "searched in dense mode instead of hybrid" in body["fallback_reason"]
     assert "--index <index>" in body["fallback_reason"] and str(index_dir) not in str(body)
+
+
+def test_unknown_get_parameters_are_refused_as_unknown_post_fields_are(client):
+    body = assert_error(client.get("/search", params={"q": "bread", "mdoe": "bm25"}), 422,
+                        "query.mdoe", "Extra inputs are not permitted")
+    assert body["error"] == "invalid_request"
+    assert_error(client.post("/search", json={"q": "bread", "mdoe": "bm25"}), 422, "body.mdoe",
+                 "Extra inputs are not permitted")
+    assert client.get("/search", params={"q": "bread", "mode": "bm25", "k": 2}).status_code == 200
+
+
+def test_a_long_url_or_long_headers_get_a_json_refusal(client):
+    from search.api_models import MAX_HEADER_BYTES, MAX_URL_BYTES
+
+    body = assert_error(client.get("/search", params={"q": "x" * (MAX_URL_BYTES + 1)}), 414,
+                        f"over the {MAX_URL_BYTES} this API accepts", "POST /search")
+    assert body["error"] == "uri_too_long"
+    body = assert_error(client.get("/health", headers={"X-Big": "y" * MAX_HEADER_BYTES}), 431,
+                        f"over the {MAX_HEADER_BYTES} this API accepts")
+    assert body["error"] == "headers_too_large"
+    assert client.get("/health", headers={"X-Small": "y" * 1000}).status_code == 200
+
+
+def test_cors_is_off_by_default_and_allows_only_the_origins_given(served_index, tiny_model_dir, client):
+    preflight = {"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST"}
+    assert "access-control-allow-origin" not in client.get("/health", headers={"Origin": "http://x.org"}).headers
+    assert "access-control-allow-origin" not in client.options("/search", headers=preflight).headers
+    config = ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir),
+                       cors_origins=("http://localhost:3000",))
+    with TestClient(create_app(config)) as allowed:
+        answer = allowed.options("/search", headers=preflight)
+        assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == "http://localhost:3000"
+        other = allowed.get("/health", headers={"Origin": "http://elsewhere.org"})
+        assert "access-control-allow-origin" not in other.headers
+    assert ApiConfig.from_json(config.to_json()).cors_origins == ("http://localhost:3000",)
+    with pytest.raises(ValueError, match="is not an origin; give scheme and host"):
+        ApiConfig(index_dir=served_index, cors_origins=("localhost:3000/app",))

@@ -3,6 +3,7 @@ index exists, then queried over HTTP once a build has committed."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -98,3 +99,33 @@ def test_real_server_answers_503_then_searches_after_a_build(server, tmp_path: P
         assert bad.status_code == 422 and "body.k" in bad.json()["detail"]
         assert client.get("/docs").status_code == 200
 
+
+
+def raw_request(base: str, head: bytes) -> tuple[int, str, bytes]:
+    """Send `head` (request line and headers, as bytes) over a socket; (status, content type, body)."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    kind = next((line.split(b":", 1)[1].strip().decode() for line in headers.split(b"\r\n")
+                 if line.lower().startswith(b"content-type:")), "")
+    return int(status_line.split()[1]), kind, body
+
+
+def test_the_real_server_refuses_a_long_url_and_long_headers_in_json(server):
+    """Up to MAX_HTTP_HEAD_BYTES the app sees the request and answers in its JSON shape; what
+    uvicorn refuses by itself (a Content-Length that is not a number) stays its plain-text 400,
+    as the README says."""
+    status, kind, body = raw_request(server.base, b"GET /search?q=" + b"x" * 1_000_000 + b" HTTP/1.1\r\nHost: x\r\n"
+                                     b"Connection: close\r\n\r\n")
+    assert (status, kind) == (414, "application/json") and json.loads(body)["error"] == "uri_too_long"
+    status, kind, body = raw_request(server.base, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"y" * 1_000_000
+                                     + b"\r\nConnection: close\r\n\r\n")
+    assert (status, kind) == (431, "application/json") and json.loads(body)["error"] == "headers_too_large"
+    status, kind, _ = raw_request(server.base, b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n"
+                                  b"Connection: close\r\n\r\n")
+    assert status == 400 and kind.startswith("text/plain")
