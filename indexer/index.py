@@ -25,6 +25,7 @@ from pathlib import Path
 
 from indexer.errors import (
     IndexBusyError,
+    IndexerError,
     IndexMismatchError,
     IndexNotFoundError,
     IndexUnreadableError,
@@ -125,12 +126,7 @@ class Index:
         layout = IndexLayout(index_dir)
         manifest = read_manifest(layout.manifest)
         if manifest is None:
-            if layout.manifest.is_file():
-                raise IndexMismatchError(
-                    f"The index in {index_dir} was built by an older version of semsearch. Rebuild "
-                    f"it with: {build_command(index_dir)} --rebuild"
-                )
-            raise _not_found(index_dir)
+            raise cls._without_manifest(index_dir, db_url)
         resolved = cls.resolve_db_url(index_dir, db_url, manifest)
         if resolved == sql_store.default_db_url(index_dir) and not layout.sqlite_file.is_file():
             # Connecting would create an empty store.sqlite: opening to search never writes.
@@ -146,6 +142,46 @@ class Index:
             index.close()
             raise
         return index
+
+    @classmethod
+    def _without_manifest(cls, index_dir: Path, db_url: str | None) -> IndexerError:
+        """Why a folder without a readable index.json cannot be opened: there is no index; or its
+        database still knows it, and `repair` writes the file again; or the rows are another
+        folder's. Reads the database only where one exists, and writes nothing."""
+        layout = IndexLayout(index_dir)
+        explicit = db_url or sql_store.env_db_url()
+        url = explicit or (sql_store.default_db_url(index_dir) if layout.sqlite_file.is_file() else None)
+        info = cls._info_at(index_dir, url) if url is not None else None
+        if info is None:
+            if not layout.manifest.is_file():
+                return _not_found(index_dir)
+            return IndexUnreadableError(
+                f"The index in {index_dir} has an unreadable {layout.manifest.name} and no rows to "
+                f"recover it from. Build it again: {build_command(index_dir)} --rebuild")
+        probe = cls(index_dir, url, None, use_gpu=False)
+        probe.close()
+        if not probe._owns(info.owner_path):
+            return probe._owner_error(info.owner, info.owner_path)
+        kind = "an unreadable" if layout.manifest.is_file() else "no"
+        return IndexUnreadableError(
+            f"The index in {index_dir} has {kind} {layout.manifest.name}, which names the index and "
+            f"where its rows live. The database knows its index: write the file again with: "
+            f"{repair_command(index_dir)}" + (" --db URL" if explicit else ""))
+
+    @classmethod
+    def _info_at(cls, index_dir: Path, url: str) -> IndexInfo | None:
+        """The info row in the database at `url`, read without an owner check; None if none."""
+        probe = cls(index_dir, url, None, use_gpu=False)
+        try:
+            with probe._read() as conn:
+                if sql_store.schema_state(conn) != "current":
+                    return None
+                row = sql_store.read_info(conn)
+                return IndexInfo.from_row(row) if row is not None else None
+        except IndexerError:
+            return None
+        finally:
+            probe.close()
 
     @classmethod
     def create(cls, index_dir: Path | str, db_url: str | None = None, use_gpu: bool = False) -> Index:
@@ -218,14 +254,21 @@ class Index:
         self._check_owner(info.owner, info.owner_path)
         return info
 
+    def _owns(self, owner_path: str) -> bool:
+        """Whether rows recorded for `owner_path` are this folder's (the path as it was built)."""
+        return owner_path in (str(self.index_dir.resolve()), str(self.index_dir))
+
     def _check_owner(self, owner: str, owner_path: str) -> None:
         if self.manifest is None or owner != self.manifest.index_id:
-            raise IndexMismatchError(
-                f"The database {sql_store.shown_url(self.db_url)} holds the index of another folder "
-                f"({owner_path}, index id {owner}), not of {self.index_dir}. Point --db at another database or PostgreSQL schema "
-                "(for example ?options=-csearch_path%3Dmy_schema), or use that folder. Nothing "
-                "was changed."
-            )
+            raise self._owner_error(owner, owner_path)
+
+    def _owner_error(self, owner: str, owner_path: str) -> IndexMismatchError:
+        return IndexMismatchError(
+            f"The database {sql_store.shown_url(self.db_url)} holds the index of another folder "
+            f"({owner_path}, index id {owner}), not of {self.index_dir}. Point --db at another "
+            "database or PostgreSQL schema (for example ?options=-csearch_path%3Dmy_schema), or use "
+            "that folder. Nothing was changed."
+        )
 
     def _load(self, required: bool) -> None:
         """Load the committed build's files, retrying when a concurrent build replaced them."""
@@ -403,7 +446,6 @@ class Index:
         """One build: locks held throughout, files written before the commit, stale files removed
         after it. Leaving the block normally commits; an exception rolls everything back."""
         with folder_lock(self.layout.lock_file):
-            self._write_manifest()
             if rebuild:
                 self._set_aside_damaged_sqlite()
             engine = sql_store.make_engine(self.db_url, for_build=True)
@@ -435,10 +477,23 @@ class Index:
             if tx.result is not None:
                 self._remove_stale_files(set(tx.result))
 
-    def _write_manifest(self) -> None:
-        """Create the manifest (the index's id) before the first commit; record an explicit --db."""
+    def _settle_manifest(self, info: IndexInfo | None) -> None:
+        """The manifest this build commits under, written once the database said it may proceed
+        (before the first commit, so a first build killed after it still reads as an index).
+
+        A missing, unreadable or recreated manifest beside rows that this folder owns is
+        recovered from them: the database knows its owner. Rows of another folder are refused,
+        and nothing is written. An explicit --db is recorded."""
         current = read_manifest(self.layout.manifest)
         manifest = current or Manifest.new(None)
+        if info is not None and info.owner != manifest.index_id:
+            if not self._owns(info.owner_path):
+                self.manifest = manifest
+                self._check_owner(info.owner, info.owner_path)  # raises: not our rows
+            logger.warning("%s did not name the index its database holds; rewrote it from the database "
+                           "(index id %s).", self.layout.manifest, info.owner)
+            manifest = Manifest(info.owner, current.db_url if current else None,
+                                current.has_password if current else False)
         if self._explicit_db is not None:
             manifest = manifest.with_db(self._explicit_db)
         if manifest != current:
@@ -457,9 +512,8 @@ class Index:
         sql_store.create_schema(conn)
         row = sql_store.read_info(conn)
         info = IndexInfo.from_row(row) if row is not None else None
-        if info is not None:
-            self._check_owner(info.owner, info.owner_path)  # even with --rebuild: not our rows
-        elif not rebuild and sql_store.count_documents(conn):
+        self._settle_manifest(info)  # refuses another folder's rows, even with --rebuild
+        if info is None and not rebuild and sql_store.count_documents(conn):
             raise IndexMismatchError(
                 f"The database behind {self.index_dir} holds documents but no index info. "
                 f"Pass --rebuild to start it afresh: {build_command(self.index_dir)} --rebuild"

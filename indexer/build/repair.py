@@ -18,6 +18,7 @@ from indexer.store.faiss_store import VectorStore
 from indexer.index import Index
 from indexer.model_spec import ModelSpec
 from indexer.sources.passage_text import bi_encoder_input
+from indexer.store.manifest import read_manifest
 from indexer.store.records import BuildMeta, repair_command
 
 
@@ -27,11 +28,13 @@ class RepairReport:
     vectors_reembedded: int
     bm25_rebuilt: bool
     problems: list[str]
+    manifest_rewritten: bool = False
 
     def summary(self) -> str:
         if not self.problems:
             return f"{self.index_dir}: nothing to repair; the vectors and BM25 match the stored rows."
-        done = [f"re-embedded {self.vectors_reembedded} passages"] if self.vectors_reembedded else []
+        done = ["rewrote index.json from the database"] if self.manifest_rewritten else []
+        done += [f"re-embedded {self.vectors_reembedded} passages"] if self.vectors_reembedded else []
         done += ["rebuilt BM25"] if self.bm25_rebuilt else []
         return f"{self.index_dir}: found {'; '.join(self.problems)}; {', '.join(done)}."
 
@@ -51,7 +54,8 @@ def repair_index(
     """
     started = time.perf_counter()
     index = Index.create(index_dir, db_url)
-    problems: list[str] = []
+    lost = read_manifest(index.layout.manifest) is None  # the transaction recovers it from the rows
+    problems: list[str] = [f"a missing or unreadable {index.layout.manifest.name}"] if lost else []
     try:
         with index.transaction() as tx:
             info = tx.info
@@ -79,9 +83,9 @@ def repair_index(
                 problems.append("a damaged or missing BM25 folder")
             if reembed and "the model's files changed" not in problems:
                 problems.append("re-embedding asked for")
-            if not problems:
+            if problems == [] or (lost and len(problems) == 1):
                 tx.keep_committed()
-                return RepairReport(index.index_dir, 0, False, [])
+                return RepairReport(index.index_dir, 0, False, problems, manifest_rewritten=lost)
             model = load_bi_encoder(spec)
             meta = BuildMeta(spec, embedding_dimension(model), info.passage_tokens,
                              info.overlap_tokens, info.embed_titles, started)
@@ -100,4 +104,4 @@ def repair_index(
             tx.replace_vectors(vectors, meta)
     finally:
         index.close()
-    return RepairReport(index.index_dir, reembedded, True, problems)
+    return RepairReport(index.index_dir, reembedded, True, problems, manifest_rewritten=lost)

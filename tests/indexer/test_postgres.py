@@ -72,8 +72,9 @@ def test_a_second_folder_on_the_same_schema_is_refused_even_with_rebuild(topic_c
         with pytest.raises(IndexMismatchError, match=refused):
             build_index(cfg)
         assert sql_passage_ids(pg_schema_url) == rows, f"rebuild={rebuild} touched the first folder's rows"
+    assert not (second / "index.json").exists(), "a refused build writes nothing"
     with pytest.raises(IndexMismatchError, match=refused):
-        Index.open(second)
+        Index.open(second, db_url=pg_schema_url)
     assert assert_consistent(first) == rows
 
 

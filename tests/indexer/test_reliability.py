@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer import Index, IndexUnreadableError, build_index, repair_index
+from indexer import Index, IndexMismatchError, IndexUnreadableError, build_index, repair_index
 from indexer.__main__ import main
 from indexer.embedding import load_bi_encoder
 from indexer.store import integrity
@@ -210,6 +210,59 @@ def test_a_missing_sqlite_file_is_not_recreated_by_a_search_and_the_rebuild_it_n
     assert not (index_dir / "store.sqlite").exists(), "the search created the store it could not find"
     build_index(config(source, index_dir, model, rebuild=True))
     assert_searchable(index_dir, model)
+
+
+def lose_manifest(index_dir: Path) -> None:
+    (index_dir / "index.json").unlink()
+
+
+def garble_manifest(index_dir: Path) -> None:
+    (index_dir / "index.json").write_text("{not json")
+
+
+def truncate_manifest(index_dir: Path) -> None:
+    truncate(index_dir / "index.json")
+
+
+MANIFEST_DAMAGE = {"deleted": (lose_manifest, "no"), "invalid": (garble_manifest, "an unreadable"),
+                   "truncated": (truncate_manifest, "an unreadable")}
+
+
+@pytest.mark.parametrize("damage", list(MANIFEST_DAMAGE))
+@pytest.mark.parametrize("command", ["repair", "build", "rebuild"])
+def test_a_lost_or_broken_manifest_is_recovered_from_the_database(built, damage, command, capsys):
+    """The database records which folder owns it, so index.json can always be written again: the
+    error names `repair`, and repair, a build and a --rebuild each recover it and search."""
+    source, index_dir, model = built
+    with Index.open(index_dir, use_gpu=False) as index:
+        index_id = index.manifest.index_id
+    damage_fn, what = MANIFEST_DAMAGE[damage]
+    damage_fn(index_dir)
+    with pytest.raises(IndexUnreadableError, match=(
+            rf"The index in {re.escape(str(index_dir))} has {what} index\.json, which names the index and "
+            rf"where its rows live\. The database knows its index: write the file again with: "
+            rf"python -m indexer repair --index {re.escape(str(index_dir))}$")):
+        Index.open(index_dir)
+    if command == "repair":
+        assert main(["repair", "--index", str(index_dir), "--quiet"]) == 0
+        assert "rewrote index.json from the database" in capsys.readouterr().out
+    else:
+        report = build_index(config(source, index_dir, model, rebuild=command == "rebuild"))
+        assert report.total_documents == len(DOCS)
+    with Index.open(index_dir, use_gpu=False) as index:
+        assert index.manifest.index_id == index_id, "the index keeps its id"
+    assert_searchable(index_dir, model)
+
+
+def test_a_folder_cannot_take_over_another_folders_rows(built, tmp_path):
+    """Recovery is for the folder the rows were built in: another folder pointed at the same
+    database is refused, and nothing is written into it."""
+    source, index_dir, model = built
+    intruder = tmp_path / "intruder"
+    db = f"sqlite:///{index_dir / 'store.sqlite'}"
+    with pytest.raises(IndexMismatchError, match="holds the index of another folder"):
+        build_index(config(source, intruder, model, db_url=db))
+    assert not (intruder / "index.json").exists()
 
 
 # --- 5. what a crashed build leaves ------------------------------------------------------------
