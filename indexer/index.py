@@ -92,6 +92,7 @@ class Index:
         self.manifest = manifest
         self.use_gpu = use_gpu
         self._engine: Engine = sql_store.make_engine(db_url)
+        self._store_file = self._sqlite_identity()
         self._snapshot: IndexSnapshot | None = None
         self._document_map: DocumentMap | None = None
         self._lock = threading.RLock()
@@ -389,7 +390,16 @@ class Index:
         """Load a build committed since the last load; True when the loaded build changed.
 
         Costs one small SQL read when nothing changed, so searchers call it before every query.
+        A SQLite file replaced by a --rebuild (the damaged one set aside) is reopened: pooled
+        connections would go on reading the old one.
         """
+        identity = self._sqlite_identity()
+        if identity != self._store_file:
+            with self._lock:
+                self._engine.dispose()
+                self._engine = sql_store.make_engine(self.db_url)
+                self._store_file = identity
+                self._document_map = None
         current = self._current_build_id()
         snap = self._snapshot
         if snap is not None and current == snap.build_id:
@@ -402,6 +412,16 @@ class Index:
 
     def stats(self) -> IndexStats:
         return IndexStats.of(self.info)
+
+    def _sqlite_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the folder's own SQLite file; None for another database or none."""
+        if self.db_url != sql_store.default_db_url(self.index_dir):
+            return None
+        try:
+            found = self.layout.sqlite_file.stat()
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
 
     def document_ids(self, passage_ids: Sequence[int]) -> dict[int, int]:
         """Passage id -> document row id; passages never stored are absent (`DocumentMap`: in
@@ -424,7 +444,14 @@ class Index:
         if not len(passage_ids):
             return {}
         with self._read() as conn:
-            rows = sql_store.passage_details(conn, passage_ids)
+            try:
+                rows = sql_store.passage_details(conn, passage_ids)
+            except ValueError as err:  # a zeroed or altered page inside a row's metadata JSON
+                raise IndexUnreadableError(
+                    f"The SQL store of {self.index_dir} is damaged: a stored document's metadata "
+                    f"cannot be read ({err}). It holds the passages' text, so rebuild from your "
+                    f"source: {build_command(self.index_dir)} --rebuild"
+                ) from err
         return {
             pid: PassageRecord(
                 passage_id=pid,

@@ -144,6 +144,7 @@ class Service:
         self._searcher: Searcher | None = None
         self._model_label = ""
         self._problem: Exception | None = None
+        self._failed: tuple[str, Exception] | None = None  # (build id, why) of a search that could not be answered
         self._open_lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -172,6 +173,29 @@ class Service:
     @property
     def ready(self) -> bool:
         return self._searcher is not None
+
+    def failed(self, searcher: Searcher, err: Exception) -> None:
+        """A search of `searcher` could not be answered (a damaged SQL store): /health says so
+        until a search succeeds or another build is served."""
+        try:
+            build_id = searcher.stats().build_id
+        except IndexerError:
+            build_id = ""
+        self._failed = (build_id, err)
+
+    def answered(self) -> None:
+        self._failed = None
+
+    def failure(self) -> Exception | None:
+        """Why searches fail now: the last failure, while the build it happened on is still served."""
+        failed, searcher = self._failed, self._searcher
+        if failed is None or searcher is None:
+            return None
+        try:
+            current = searcher.stats().build_id
+        except IndexerError as err:
+            return err
+        return failed[1] if current == failed[0] else None
 
     @property
     def problem(self) -> Exception | None:
@@ -254,9 +278,14 @@ async def _in_thread(service: Service, call: Callable[[], Any]) -> Any:
 
 
 def health_of(service: Service) -> HealthResponse:
+    """`index` is "ready" only while a search can be answered: an open index whose last search
+    failed (a damaged SQL store) is "unreadable", with the reason, until a newer build is served."""
     problem = service.problem
     if service.ready:
-        return HealthResponse(status="ok", index="ready", detail=None)
+        failure = service.failure()
+        if failure is None:
+            return HealthResponse(status="ok", index="ready", detail=None)
+        return HealthResponse(status="ok", index="unreadable", detail=service.public(str(failure)))
     state = "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable"
     return HealthResponse(status="ok", index=state, detail=None if problem is None else service.public(str(problem)))
 
@@ -290,9 +319,11 @@ async def search_with(service: Service, request: SearchRequest) -> SearchRespons
             "rerank=true needs a reranker, and this server has none. Start it with "
             "--rerank-model PATH (or SEMSEARCH_RERANKER=PATH), or search with rerank=false.")) from err
     except IndexerError as err:  # before ValueError: IndexMismatchError is both
+        service.failed(searcher, err)
         raise service.unavailable(err) from err
     except (ValueError, TypeError) as err:  # the Searcher's own checks: empty query, k > candidates
         raise ApiError(400, "bad_request", service.public(str(err))) from err
+    service.answered()
     if result.fallback_reason is not None:
         result = dataclasses.replace(result, fallback_reason=service.public(result.fallback_reason))
     return search_response(request, result)

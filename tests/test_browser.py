@@ -268,9 +268,12 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             await page.type_into(query_box, "join path components")
             await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. pathjoin'; }})()",
                                 "the docstring passage")
-            await page.click('[data-testid="stExpander"] summary', "Full passage and scores")
+            # Opened from inside the wait: a click that lands while the page reruns for the new
+            # query hits the expander being replaced, so a closed one is clicked again.
             code = await page.wait_for(
-                """(() => { const c = document.querySelector('[data-testid="stExpander"] pre code');
+                """(() => { const d = document.querySelector('[data-testid="stExpander"] details');
+                   if (d && !d.open) d.querySelector('summary').click();
+                   const c = document.querySelector('[data-testid="stExpander"] pre code');
                    return c && c.offsetHeight > 0 && c.innerText.trim()
                        ? [c.innerText, getComputedStyle(c).fontFamily] : null; })()""",
                 "the doctest as code",

@@ -340,14 +340,19 @@ def write_info(session: Session, values: dict[str, Any]) -> IndexInfoRow:
 
 
 def set_aside_if_damaged(url: str, path: Path) -> None:
-    """Rename a damaged SQLite file (and its WAL files) to `<name>.damaged-<time>`; else nothing."""
+    """Rename a damaged SQLite file (and its WAL files) to `<name>.damaged-<time>`; else nothing.
+
+    Damage anywhere in the file counts, not only in its schema: `PRAGMA quick_check` reads
+    every page (seconds for a large file, paid only by a --rebuild)."""
     if not path.is_file():
         return
     probe = make_engine(url)
     try:
         with probe.connect() as conn:
             schema_state(conn)
-        return
+            problems = [row[0] for row in conn.exec_driver_sql("PRAGMA quick_check").fetchall()]
+        if problems == ["ok"]:
+            return
     except DatabaseError as err:
         if not is_damaged_error(err):
             return

@@ -15,6 +15,7 @@ from indexer import Index, IndexMismatchError, IndexUnreadableError, build_index
 from indexer.__main__ import main
 from indexer.embedding import load_bi_encoder
 from indexer.store import integrity
+from indexer.store.records import build_command
 from indexer.store.transaction import WriteTransaction
 from search import Searcher
 from tests.indexer.helpers import (
@@ -335,3 +336,65 @@ def test_a_load_racing_a_build_that_removes_its_files_retries(built, monkeypatch
         assert raced, "the race ran"
         assert index.snapshot().vectors.ntotal == index.info.passages == 5
         assert index.build_id not in str(raced[0])
+
+
+def zeroed_page_copies(index_dir: Path, tmp_path: Path, wanted: str):
+    """Copies of `index_dir`, one per 4 KiB page of store.sqlite zeroed in turn (past the
+    header page), yielding those whose search fails with a message containing `wanted`."""
+    pages = (index_dir / "store.sqlite").stat().st_size // 4096
+    for page in range(1, pages):
+        work = tmp_path / f"page{page}"
+        shutil.copytree(index_dir, work)
+        with open(work / "store.sqlite", "r+b") as fh:
+            fh.seek(page * 4096)
+            fh.write(bytes(4096))
+        try:
+            searcher = Searcher(work)
+            try:
+                searcher.search("word3 text7", mode="bm25", k=40)
+            finally:
+                searcher.close()
+        except IndexUnreadableError as err:
+            if wanted in str(err):
+                yield work, str(err)
+                continue
+        shutil.rmtree(work)
+
+
+@pytest.fixture()
+def paged(tmp_path, tiny_model) -> tuple[Path, Path, str]:
+    """(source, index folder, model) of an index whose store.sqlite spans a hundred pages."""
+    docs = {f"d{i}.txt": " ".join(f"word{i} text{j}" for j in range(300)) for i in range(40)}
+    source = write_corpus(tmp_path / "corpus", docs)
+    index_dir = tmp_path / "idx"
+    build_index(config(source, index_dir, tiny_model))
+    return source, index_dir, tiny_model
+
+
+@pytest.mark.parametrize("wanted", ["is damaged: database disk image is malformed", "metadata cannot be read"])
+def test_a_zeroed_page_inside_sqlite_is_repaired_by_the_rebuild_its_error_names(paged, tmp_path, wanted):
+    """Damage past the schema (S4): the error says --rebuild, and the --rebuild it names works,
+    because the damage check reads every page (PRAGMA quick_check), not the schema alone."""
+    source, index_dir, model = paged
+    damaged_copy, message = next(zeroed_page_copies(index_dir, tmp_path, wanted))
+    assert f"{build_command(damaged_copy)} --rebuild" in message
+    build_index(config(source, damaged_copy, model, rebuild=True))
+    searcher = Searcher(damaged_copy)
+    assert len(searcher.search("word3 text7", mode="bm25", k=40)) == 40
+    searcher.close()
+
+
+def test_a_rebuild_sets_aside_a_sqlite_file_damaged_past_its_schema(paged, tmp_path):
+    """The damage check behind --rebuild reads every page (PRAGMA quick_check): a file whose
+    schema reads fine but whose rows are damaged starts afresh, and the damaged one is kept."""
+    from indexer.store import sql_store
+
+    _, index_dir, _ = paged
+    work, _ = next(zeroed_page_copies(index_dir, tmp_path, "malformed"))
+    store = work / "store.sqlite"
+    engine = sql_store.make_engine(sql_store.default_db_url(work))
+    with engine.connect() as conn:
+        assert sql_store.schema_state(conn) == "current", "the schema alone looks fine"
+    engine.dispose()
+    sql_store.set_aside_if_damaged(sql_store.default_db_url(work), store)
+    assert not store.exists() and list(work.glob("store.sqlite.damaged-*"))

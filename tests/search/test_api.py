@@ -460,3 +460,27 @@ def test_cors_is_off_by_default_and_allows_only_the_origins_given(served_index, 
     assert ApiConfig.from_json(config.to_json()).cors_origins == ("http://localhost:3000",)
     with pytest.raises(ValueError, match="is not an origin; give scheme and host"):
         ApiConfig(index_dir=served_index, cors_origins=("localhost:3000/app",))
+
+
+def test_health_says_unreadable_while_searches_fail_on_a_damaged_store(tmp_path, tiny_model):
+    """A zeroed page among the rows: the index opens and /stats answers, but searches cannot be
+    answered, so /health must not say ready; a rebuild makes it ready again."""
+    from tests.indexer.helpers import write_corpus as write_docs
+    from tests.indexer.test_reliability import zeroed_page_copies
+
+    docs = {f"d{i}.txt": " ".join(f"word{i} text{j}" for j in range(300)) for i in range(40)}
+    source = write_docs(tmp_path / "corpus", docs)
+    build(source, tmp_path / "idx", tiny_model)
+    damaged, _ = next(zeroed_page_copies(tmp_path / "idx", tmp_path, "malformed"))
+    config = ApiConfig(index_dir=damaged, rerank_model="none", similarity_model=tiny_model)
+    with TestClient(create_app(config)) as served:
+        wait_until_ready(served)
+        assert served.get("/stats").status_code == 200
+        assert_error(served.get("/search", params={"q": "word3 text7", "mode": "bm25", "k": 40}), 503,
+                     "is damaged", "--rebuild")
+        health = served.get("/health").json()
+        assert health["index"] == "unreadable" and "is damaged" in health["detail"]
+        build_index(IndexConfig(source=source, index_dir=damaged, model=tiny_model, rebuild=True,
+                                show_progress=False))
+        assert served.get("/search", params={"q": "word3 text7", "mode": "bm25", "k": 40}).status_code == 200
+        assert served.get("/health").json()["index"] == "ready"
