@@ -1,6 +1,7 @@
 """CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict]
 [--ray local|ADDRESS] [--vector-index auto|flat|ivf|hnsw|ivfpq ...] [--embeddings FILE]`
-and `python -m indexer repair --index DIR [--reembed]` (rebuilds damaged vectors or BM25 from the SQL rows)."""
+and `python -m indexer repair --index DIR [--reembed]` (rebuilds damaged vectors or BM25 from the SQL rows,
+restores altered passage text, rewrites a lost index.json; exit status 1 when some text is lost)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     stats.add_argument("--index", type=Path, required=True, help="index folder")
     stats.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
     stats.add_argument("--json", action="store_true", help="one JSON object")
-    repair = sub.add_parser("repair", help="rebuild damaged vectors or BM25 from the stored rows")
+    repair = sub.add_parser("repair", help="rebuild damaged vectors or BM25 from the stored rows, restore "
+                            "altered text, rewrite a lost index.json")
     repair.add_argument("--index", type=Path, required=True, help="index folder")
     repair.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
     repair.add_argument("--reembed", action="store_true",
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(report.summary())
-    return 0
+    return 1 if getattr(report, "texts_lost", None) else 0  # a repair that could not restore everything
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from indexer.store.records import (
     build_command,
     repair_command,
 )
-from indexer.store.schema import SCHEMA_FORMAT
+from indexer.store.schema import SCHEMA_FORMAT, passage_checksum
 from indexer.store.sql_store import (
     Connection,
     DatabaseError,
@@ -93,6 +93,7 @@ class Index:
         self.use_gpu = use_gpu
         self._engine: Engine = sql_store.make_engine(db_url)
         self._store_file = self._sqlite_identity()
+        self._checksums: bool | None = None  # whether the passages carry text checksums; read once
         self._snapshot: IndexSnapshot | None = None
         self._document_map: DocumentMap | None = None
         self._lock = threading.RLock()
@@ -400,6 +401,7 @@ class Index:
                 self._engine = sql_store.make_engine(self.db_url)
                 self._store_file = identity
                 self._document_map = None
+                self._checksums = None
         current = self._current_build_id()
         snap = self._snapshot
         if snap is not None and current == snap.build_id:
@@ -444,14 +446,18 @@ class Index:
         if not len(passage_ids):
             return {}
         with self._read() as conn:
+            if self._checksums is None:
+                self._checksums = sql_store.has_text_checksums(conn)
             try:
-                rows = sql_store.passage_details(conn, passage_ids)
+                rows = sql_store.passage_details(conn, passage_ids, self._checksums)
             except ValueError as err:  # a zeroed or altered page inside a row's metadata JSON
                 raise IndexUnreadableError(
                     f"The SQL store of {self.index_dir} is damaged: a stored document's metadata "
                     f"cannot be read ({err}). It holds the passages' text, so rebuild from your "
                     f"source: {build_command(self.index_dir)} --rebuild"
                 ) from err
+        if self._checksums:
+            self._check_texts(rows)
         return {
             pid: PassageRecord(
                 passage_id=pid,
@@ -465,6 +471,20 @@ class Index:
             )
             for pid, row in rows.items()
         }
+
+    def _check_texts(self, rows: dict) -> None:
+        """Refuse rows whose title or text is not what was written (their checksum differs):
+        a hit must never show altered text as if it were the document's."""
+        altered = sorted(pid for pid, row in rows.items()
+                         if row.text_hash is not None and row.text_hash != passage_checksum(row.title, row.text))
+        if altered:
+            first = rows[altered[0]]
+            more = f" and {len(altered) - 1} more" if len(altered) > 1 else ""
+            raise IndexUnreadableError(
+                f"The SQL store of {self.index_dir} holds altered text: passage {altered[0]} of "
+                f"{first.doc_key!r}{more} no longer matches the checksum written with it. Repair "
+                f"restores it from the document's stored text or its source: {repair_command(self.index_dir)}"
+            )
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -501,6 +521,7 @@ class Index:
             finally:
                 engine.dispose()
             self._snapshot = None  # loaded again on first use
+            self._checksums = None  # the build may have added the column
             if tx.result is not None:
                 self._remove_stale_files(set(tx.result))
 

@@ -7,7 +7,7 @@ original source; only a changed model makes it re-embed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -18,7 +18,12 @@ from indexer.store.faiss_store import VectorStore
 from indexer.index import Index
 from indexer.model_spec import ModelSpec
 from indexer.sources.passage_text import bi_encoder_input
+from indexer.sources.documents import Document
+from indexer.sources.readers import read_labelled_file
+from indexer.store import sql_store
 from indexer.store.manifest import read_manifest
+from indexer.store.schema import passage_checksum
+from indexer.store.transaction import WriteTransaction
 from indexer.store.records import BuildMeta, repair_command
 
 
@@ -29,14 +34,26 @@ class RepairReport:
     bm25_rebuilt: bool
     problems: list[str]
     manifest_rewritten: bool = False
+    texts_restored: list[str] = field(default_factory=list)  # documents whose altered text was restored
+    texts_lost: list[str] = field(default_factory=list)  # documents whose text could not be
 
     def summary(self) -> str:
         if not self.problems:
             return f"{self.index_dir}: nothing to repair; the vectors and BM25 match the stored rows."
         done = ["rewrote index.json from the database"] if self.manifest_rewritten else []
+        if self.texts_restored:
+            done.append(f"restored the text of {len(self.texts_restored)} document(s) "
+                        f"({', '.join(map(repr, self.texts_restored[:5]))})")
         done += [f"re-embedded {self.vectors_reembedded} passages"] if self.vectors_reembedded else []
         done += ["rebuilt BM25"] if self.bm25_rebuilt else []
-        return f"{self.index_dir}: found {'; '.join(self.problems)}; {', '.join(done)}."
+        lost = ""
+        if self.texts_lost:
+            lost = (f" The text of {len(self.texts_lost)} document(s) could not be restored, as neither its "
+                    f"stored copy nor its source still matches what was indexed: "
+                    f"{', '.join(map(repr, self.texts_lost[:5]))}. Index them again from their source: "
+                    "python -m indexer build --source PATH --index "
+                    f"{self.index_dir} --rebuild")
+        return f"{self.index_dir}: found {'; '.join(self.problems)}; {', '.join(done) or 'nothing repaired'}.{lost}"
 
 
 def repair_index(
@@ -83,9 +100,14 @@ def repair_index(
                 problems.append("a damaged or missing BM25 folder")
             if reembed and "the model's files changed" not in problems:
                 problems.append("re-embedding asked for")
-            if problems == [] or (lost and len(problems) == 1):
+            text_check = check_texts(tx)
+            if text_check.altered:
+                problems.append(f"altered text in {text_check.altered} passage(s)")
+            files_fine = not [p for p in problems if not p.startswith(("a missing or unreadable", "altered text"))]
+            if files_fine:
                 tx.keep_committed()
-                return RepairReport(index.index_dir, 0, False, problems, manifest_rewritten=lost)
+                return RepairReport(index.index_dir, 0, False, problems, manifest_rewritten=lost,
+                                    texts_restored=text_check.restored, texts_lost=text_check.lost)
             model = load_bi_encoder(spec)
             meta = BuildMeta(spec, embedding_dimension(model), info.passage_tokens,
                              info.overlap_tokens, info.embed_titles, started)
@@ -104,4 +126,67 @@ def repair_index(
             tx.replace_vectors(vectors, meta)
     finally:
         index.close()
-    return RepairReport(index.index_dir, reembedded, True, problems, manifest_rewritten=lost)
+    return RepairReport(index.index_dir, reembedded, True, problems, manifest_rewritten=lost,
+                        texts_restored=text_check.restored, texts_lost=text_check.lost)
+
+
+@dataclass
+class TextCheck:
+    """What `check_texts` found: passages whose checksum did not match, the documents restored
+    and those that could not be, and rows given the checksum they lacked."""
+
+    altered: int = 0
+    restored: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    filled: int = 0
+
+
+def check_texts(tx: WriteTransaction) -> TextCheck:
+    """Verify every passage's title and text against its checksum, in the build's transaction.
+
+    An altered passage is restored from its document's stored text when that still matches the
+    document's content hash, else from the source file it was read from when that still holds
+    the same document; otherwise its document is reported lost. Rows from before checksums get one.
+    """
+    found = TextCheck()
+    suspects: dict[int, int] = {}
+    for rows in sql_store.passage_checksum_blocks(tx.session):
+        missing = {}
+        for row in rows:
+            digest = passage_checksum(row.title, row.text)
+            if row.text_hash is None:
+                missing[row.id] = digest
+            elif row.text_hash != digest:
+                suspects[row.document_id] = suspects.get(row.document_id, 0) + 1
+        sql_store.set_text_hashes(tx.session, missing)
+        found.filled += len(missing)
+    for document_id, altered in suspects.items():
+        found.altered += altered
+        stored = sql_store.stored_document(tx.session, document_id)
+        original = _original_document(stored)
+        if original is None:
+            found.lost.append(stored.doc_key)
+            continue
+        sql_store.restore_document(tx.session, document_id, original.title, original.text, original.metadata)
+        found.restored.append(stored.doc_key)
+    return found
+
+
+def _original_document(stored) -> Document | None:
+    """The document as it was indexed: its stored row when that still matches its content hash,
+    else its source file's when that does; None when neither does."""
+    kept = Document(doc_id=stored.doc_key, title=stored.title, text=stored.text, source=stored.source,
+                    metadata=dict(stored.meta or {}))
+    if kept.content_hash() == stored.content_hash:
+        return kept
+    origin = Path(stored.origin)
+    path = origin / stored.source if origin.is_dir() else origin
+    if not path.is_file():
+        return None
+    try:
+        for doc in read_labelled_file(path, stored.source, on_issue=lambda issue: None):
+            if doc.doc_id == stored.doc_key and doc.content_hash() == stored.content_hash:
+                return doc
+    except OSError:
+        return None
+    return None

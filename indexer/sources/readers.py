@@ -569,6 +569,23 @@ def _once_per_file(files: list[Path], source: Path, on_issue: IssueHandler) -> l
     return [path for path in files if path in keep]
 
 
+def read_labelled_file(
+    path: Path,
+    label: str,
+    on_issue: IssueHandler = _log_issue,
+    csv_columns: tuple[str, str, str] = ("id", "title", "text"),
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> Iterator[Document]:
+    """The documents of one file, read as a build of its source reads it: `label` is its path
+    within the source (what documents of a text file take as their id), or its name."""
+    suffix = Path(content_name(path)).suffix.lower()
+    if suffix == ".jsonl":
+        return read_jsonl_file(path, label, on_issue)
+    if suffix == ".csv":
+        return read_csv_file(path, label, on_issue, *csv_columns)
+    return read_text_file(path, label, on_issue, max_document_chars)  # text, if it decodes as text
+
+
 def read_documents(
     source: Path,
     on_issue: IssueHandler = _log_issue,
@@ -598,13 +615,7 @@ def read_documents(
         if problem:
             on_issue(InputIssue(label, None, problem))
             continue
-        if suffix == ".jsonl":
-            docs = read_jsonl_file(path, label, on_issue)
-        elif suffix == ".csv":
-            docs = read_csv_file(path, label, on_issue, *csv_columns)
-        else:  # any other file is text if its content decodes as text
-            docs = read_text_file(path, label, on_issue, max_document_chars)
-        for doc in docs:
+        for doc in read_labelled_file(path, label, on_issue, csv_columns, max_document_chars):
             problem = validate_document(doc, max_document_chars)
             if problem:
                 on_issue(InputIssue(label, doc.line, problem, doc_id=doc.doc_id))

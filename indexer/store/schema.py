@@ -9,6 +9,7 @@ it is deleted, never another passage that took over its id.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
@@ -60,8 +61,17 @@ class PassageRow(Base):
     start_char: Mapped[int] = mapped_column(Integer)
     end_char: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
+    # `passage_checksum(document title, text)`, written with the row; None in rows of an index
+    # built before checksums (`repair` fills them in).
+    text_hash: Mapped[str | None] = mapped_column(String(16), nullable=True, default=None)
 
     document: Mapped[DocumentRow] = relationship(back_populates="passages")
+
+
+def passage_checksum(title: str, text: str) -> str:
+    """16 hex digits of BLAKE2b over a passage's document title and its text: what a hit shows.
+    A read that finds another value knows the row was altered since it was written."""
+    return hashlib.blake2b(f"{title}\x1f{text}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 class IndexInfoRow(Base):

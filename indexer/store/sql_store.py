@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, create_engine, delete, event, func, inspect, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    func,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
@@ -29,7 +40,14 @@ from sqlalchemy.orm import Session
 from indexer import settings
 from indexer.errors import IndexBusyError
 from indexer.layout import SQLITE_FILE
-from indexer.store.schema import SCHEMA_FORMAT, Base, DocumentRow, IndexInfoRow, PassageRow
+from indexer.store.schema import (
+    SCHEMA_FORMAT,
+    Base,
+    DocumentRow,
+    IndexInfoRow,
+    PassageRow,
+    passage_checksum,
+)
 
 if TYPE_CHECKING:
     from indexer.sources.documents import Document, PassageSpan
@@ -37,10 +55,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Connection", "DatabaseError", "Engine", "OperationalError", "ProgrammingError", "Session",
     "all_passage_ids", "clear_rows", "count_documents", "count_passages", "create_schema",
-    "default_db_url", "delete_documents", "drop_schema", "insert_documents", "is_locked_error",
-    "is_sqlite", "lock_database", "make_engine", "open_session", "passage_details",
+    "default_db_url", "delete_documents", "drop_schema", "has_text_checksums", "insert_documents", "is_locked_error",
+    "is_sqlite", "lock_database", "make_engine", "open_session", "passage_checksum_blocks", "passage_details",
     "passage_documents", "passage_text_blocks", "passage_texts", "read_build_id", "read_info",
-    "schema_state", "set_aside_if_damaged", "shown_url", "stored_document_rows", "write_info",
+    "restore_document", "schema_state", "set_aside_if_damaged", "set_text_hashes", "shown_url",
+    "stored_document", "stored_document_rows", "write_info",
 ]
 
 # Seconds a build waits for SQLite's write lock before reporting that another build holds it.
@@ -150,6 +169,13 @@ def create_schema(conn: Connection) -> None:
     table = IndexInfoRow.__table__
     if "layout" not in _info_columns(conn):  # a table of this format from before index types
         conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN layout JSON"))
+    if not has_text_checksums(conn):  # passages of this format from before checksums
+        conn.execute(text(f"ALTER TABLE {PassageRow.__tablename__} ADD COLUMN text_hash VARCHAR(16)"))
+
+
+def has_text_checksums(conn: Connection) -> bool:
+    """Whether the passages table has its `text_hash` column (an index built since checksums)."""
+    return "text_hash" in {column["name"] for column in inspect(conn).get_columns(PassageRow.__tablename__)}
 
 
 def _info_columns(conn: Connection) -> set[str]:
@@ -187,8 +213,9 @@ def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
         yield ids[begin : begin + _ID_CHUNK]
 
 
-def passage_details(conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
-    """Passage id -> row of (text, offsets, document key, title, metadata, source), one query.
+def passage_details(conn: Connection, ids: Sequence[int], checksums: bool = True) -> dict[int, Any]:
+    """Passage id -> row of (text, offsets, document key, title, metadata, source, and the
+    stored `text_hash` when `checksums`: a table from before them has no such column), one query.
 
     Plain rows rather than ORM objects, and only for the passages that become
     hits: building a hundred ORM objects per query cost more than the search.
@@ -205,6 +232,7 @@ def passage_details(conn: Connection, ids: Sequence[int]) -> dict[int, Any]:
                 DocumentRow.title,
                 DocumentRow.meta.label("meta"),
                 DocumentRow.source,
+                *((PassageRow.text_hash,) if checksums else ()),
             )
             .join(DocumentRow, PassageRow.document_id == DocumentRow.id)
             .where(PassageRow.id.in_(chunk))
@@ -312,8 +340,9 @@ def insert_documents(session: Session, docs: Sequence[Document], origin: str,
             text=doc.text, content_hash=doc.content_hash(), meta=doc.metadata, indexed_at=now,
         )
         for span in spans:
+            body = doc.text[span.start_char : span.end_char]
             passage = PassageRow(ordinal=span.ordinal, start_char=span.start_char, end_char=span.end_char,
-                                 text=doc.text[span.start_char : span.end_char])
+                                 text=body, text_hash=passage_checksum(doc.title, body))
             row.passages.append(passage)
             rows.append(passage)
             titled.append((doc.title, passage.text))
@@ -337,6 +366,53 @@ def write_info(session: Session, values: dict[str, Any]) -> IndexInfoRow:
             setattr(row, key, value)
     session.flush()
     return row
+
+
+# --- checking and restoring stored text (repair) ------------------------------------------------
+
+
+def passage_checksum_blocks(session: Session, size: int = 4096) -> Iterator[list[Any]]:
+    """Rows of (id, document_id, title, text, text_hash) of every passage, in blocks, by id."""
+    last = -1
+    while True:
+        rows = session.execute(
+            select(PassageRow.id, PassageRow.document_id, DocumentRow.title, PassageRow.text, PassageRow.text_hash)
+            .join(PassageRow.document).where(PassageRow.id > last).order_by(PassageRow.id).limit(size)
+        ).all()
+        if not rows:
+            return
+        last = rows[-1].id
+        yield rows
+
+
+def set_text_hashes(session: Session, hashes: dict[int, str]) -> None:
+    """Write the checksums of passages that had none."""
+    for passage_id, digest in hashes.items():
+        session.execute(update(PassageRow).where(PassageRow.id == passage_id).values(text_hash=digest))
+
+
+def stored_document(session: Session, document_id: int) -> Any:
+    """(doc_key, title, text, meta, content_hash, origin, source) of one document row."""
+    return session.execute(
+        select(DocumentRow.doc_key, DocumentRow.title, DocumentRow.text, DocumentRow.meta.label("meta"),
+               DocumentRow.content_hash, DocumentRow.origin, DocumentRow.source)
+        .where(DocumentRow.id == document_id)
+    ).one()
+
+
+def restore_document(session: Session, document_id: int, title: str, text_: str, meta: dict[str, Any]) -> int:
+    """Write a document's title, text and metadata back, and each of its passages' text (cut from
+    it at the stored offsets) with its checksum; the number of passages rewritten."""
+    session.execute(update(DocumentRow).where(DocumentRow.id == document_id)
+                    .values(title=title, text=text_, meta=meta))
+    spans = session.execute(select(PassageRow.id, PassageRow.start_char, PassageRow.end_char)
+                            .where(PassageRow.document_id == document_id)).all()
+    for passage_id, start, end in spans:
+        body = text_[start:end]
+        session.execute(update(PassageRow).where(PassageRow.id == passage_id)
+                        .values(text=body, text_hash=passage_checksum(title, body)))
+    session.flush()
+    return len(spans)
 
 
 def set_aside_if_damaged(url: str, path: Path) -> None:

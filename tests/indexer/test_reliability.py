@@ -398,3 +398,71 @@ def test_a_rebuild_sets_aside_a_sqlite_file_damaged_past_its_schema(paged, tmp_p
     engine.dispose()
     sql_store.set_aside_if_damaged(sql_store.default_db_url(work), store)
     assert not store.exists() and list(work.glob("store.sqlite.damaged-*"))
+
+
+# --- stored text carries a checksum --------------------------------------------------------------
+
+
+def alter_sql(index_dir: Path, statement: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(index_dir / "store.sqlite") as conn:
+        changed = conn.execute(statement).rowcount
+        assert changed >= 1 or statement.startswith("ALTER"), statement
+
+
+def volcano_search(index_dir: Path) -> list:
+    searcher = Searcher(index_dir)
+    try:
+        return searcher.search("volcano Iceland", mode="bm25", k=1)
+    finally:
+        searcher.close()
+
+
+ALTERED = r"holds altered text: passage \d+ of 'volcano\.txt' no longer matches the checksum written with it"
+
+
+@pytest.mark.parametrize("where", ["passage", "passage and document", "title"])
+def test_altered_text_is_refused_and_repair_restores_it(built, where, capsys):
+    """One changed word inside the database is never served as the document's text: the read
+    checks it, names the passage and the repair, and repair restores it (from the document's stored
+    text, or from the source file when that was altered too)."""
+    source, index_dir, model = built
+    if where == "title":
+        alter_sql(index_dir, "UPDATE semsearch_documents SET title = 'Volcanoes' WHERE doc_key = 'volcano.txt'")
+    else:
+        alter_sql(index_dir, "UPDATE semsearch_passages SET text = replace(text, 'Lava', 'Mud')")
+    if where == "passage and document":
+        alter_sql(index_dir, "UPDATE semsearch_documents SET text = replace(text, 'Lava', 'Mud')")
+    with pytest.raises(IndexUnreadableError, match=ALTERED + r"\. Repair restores it .*python -m indexer repair"):
+        volcano_search(index_dir)
+    assert main(["repair", "--index", str(index_dir), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "altered text in 1 passage(s)" in out and "restored the text of 1 document(s) ('volcano.txt')" in out
+    [hit] = volcano_search(index_dir)
+    assert hit.text.startswith("Lava and ash") and hit.title == "volcano"
+    assert_searchable(index_dir, model)
+
+
+def test_altered_text_without_a_trustworthy_copy_is_reported_lost(built, capsys):
+    source, index_dir, model = built
+    alter_sql(index_dir, "UPDATE semsearch_passages SET text = replace(text, 'Lava', 'Mud')")
+    alter_sql(index_dir, "UPDATE semsearch_documents SET text = replace(text, 'Lava', 'Mud')")
+    (source / "volcano.txt").write_text("Another text now.")
+    assert main(["repair", "--index", str(index_dir), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "The text of 1 document(s) could not be restored" in out and "'volcano.txt'" in out
+    assert "--rebuild" in out
+    build_index(config(source, index_dir, model, rebuild=True))
+    assert volcano_search(index_dir)[0].text == "Another text now."
+
+
+def test_an_index_from_before_checksums_searches_and_repair_adds_them(built, capsys):
+    source, index_dir, model = built
+    alter_sql(index_dir, "ALTER TABLE semsearch_passages DROP COLUMN text_hash")
+    assert volcano_search(index_dir)[0].doc_id == "volcano.txt", "no checksums: nothing to check"
+    assert main(["repair", "--index", str(index_dir), "--quiet"]) == 0
+    capsys.readouterr()
+    alter_sql(index_dir, "UPDATE semsearch_passages SET text = replace(text, 'Lava', 'Mud')")
+    with pytest.raises(IndexUnreadableError, match=ALTERED):
+        volcano_search(index_dir)
