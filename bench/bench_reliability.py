@@ -299,7 +299,7 @@ def check_index_hits(index: Index, query: np.ndarray, emb: Embeddings, tally: Re
         if record_ is None:
             continue  # deleted by a later build: dropped, as the searcher drops it
         tally.hits += 1
-        stored = snap.vectors._index.reconstruct(pid)
+        stored = snap.vectors.vector(int(pid))
         if not np.allclose(stored, emb.of_passage(record_.title, record_.text), atol=1e-4):
             tally.wrong += 1
 
@@ -326,8 +326,8 @@ def probe_searches(work: Path, model: str, emb: Embeddings, rounds: int, reuse: 
     tallies = {name: ReaderTally() for name in READERS}
     lagging = Index.open(index_dir, use_gpu=False)
     live = Index.open(index_dir, use_gpu=False)
-    lagging_searcher = Searcher(index_dir, config=SearchConfig(k=5, auto_refresh=False))
-    searcher = Searcher(index_dir, config=SearchConfig(k=5))
+    lagging_searcher = Searcher(index_dir, config=SearchConfig(auto_refresh=False))
+    searcher = Searcher(index_dir, config=SearchConfig())
     child = spawn("builds", "--rounds", str(rounds), *child_args(source, index_dir, model, None))
     last_refresh = time.monotonic()
     try:
@@ -581,7 +581,7 @@ def damage_trial(work: Path, model_src: Path, other_model: Path, name: str,
             index.load_model()
             snap = index.snapshot()
             for pid, rec in index.passages(snap.vectors.ids()).items():
-                if not np.allclose(snap.vectors._index.reconstruct(int(pid)),
+                if not np.allclose(snap.vectors.vector(int(pid)),
                                    emb.of_passage(rec.title, rec.text), atol=1e-4):
                     return command, f"passage {pid}'s vector is not its text's embedding"
     except (IndexerError, OSError) as err:

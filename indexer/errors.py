@@ -23,6 +23,10 @@ class IndexBusyError(IndexerError, RuntimeError):
     """Another build holds the index's lock (the folder's, or the database's)."""
 
 
+class NotEnoughSpaceError(IndexerError, OSError):
+    """The disk lacks the room a build needs (a rebuild keeps the old index until the new one commits)."""
+
+
 class IndexNotFoundError(IndexerError, FileNotFoundError):
     """No committed index in the folder."""
 

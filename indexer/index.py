@@ -17,7 +17,9 @@ A crash at any point leaves the previous rows pointing at the previous files.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
@@ -29,6 +31,7 @@ from indexer.errors import (
     IndexMismatchError,
     IndexNotFoundError,
     IndexUnreadableError,
+    NotEnoughSpaceError,
 )
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
@@ -66,6 +69,25 @@ _LOAD_ATTEMPTS = 3
 
 def _not_found(index_dir: Path) -> IndexNotFoundError:
     return IndexNotFoundError(f"No index found in {index_dir}. Build one with: {build_command(index_dir)}")
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes free on the file system that holds `path`."""
+    return shutil.disk_usage(path).free
+
+
+def folder_bytes(root: Path, skip: set[str]) -> int:
+    """Bytes of the files under `root`, leaving out the top-level entries named in `skip` and
+    damaged files kept aside."""
+    total = 0
+    for entry in root.iterdir() if root.is_dir() else ():
+        if entry.name in skip or ".damaged-" in entry.name:
+            continue
+        if entry.is_file():
+            total += entry.stat().st_size
+        elif entry.is_dir():
+            total += sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
+    return total
 
 
 def _check_folder(index_dir: Path) -> None:
@@ -415,6 +437,22 @@ class Index:
     def stats(self) -> IndexStats:
         return IndexStats.of(self.info)
 
+    def build_progress(self) -> tuple[int, int] | None:
+        """(passages committed, passages it will commit) of a build that is growing this index in
+        chunks right now, whose committed part searches already see; None when none is running."""
+        try:
+            found = json.loads(self.layout.progress_file.read_text())
+            done, total, pid = int(found["done"]), int(found["total"]), int(found["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        try:
+            os.kill(pid, 0)  # the build's process: a file left by a killed build says nothing
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass  # alive, another user's
+        return done, total
+
     def _sqlite_identity(self) -> tuple[int, int] | None:
         """(device, inode) of the folder's own SQLite file; None for another database or none."""
         if self.db_url != sql_store.default_db_url(self.index_dir):
@@ -494,6 +532,7 @@ class Index:
         after it. Leaving the block normally commits; an exception rolls everything back."""
         with folder_lock(self.layout.lock_file):
             if rebuild:
+                self._check_room_for_rebuild()
                 self._set_aside_damaged_sqlite()
             engine = sql_store.make_engine(self.db_url, for_build=True)
             try:
@@ -569,7 +608,22 @@ class Index:
         session = sql_store.open_session(conn)
         if rebuild:
             sql_store.clear_rows(session)
-        return WriteTransaction(self.layout, self.manifest.index_id, conn, session, None if rebuild else info)
+        return WriteTransaction(self.layout, self.manifest.index_id, conn, session, None if rebuild else info,
+                                replaces=info if rebuild else None)
+
+    def _check_room_for_rebuild(self) -> None:
+        """A --rebuild writes its rows and files beside the build it replaces, which readers keep
+        using until the rebuild commits: the disk must hold both. Refused before anything is
+        written when it cannot."""
+        needed = folder_bytes(self.layout.root, skip={self.layout.uploads.name})
+        free = free_bytes(self.layout.root)
+        if needed > free:
+            raise NotEnoughSpaceError(
+                f"A --rebuild writes the new index beside the one it replaces, which stays searchable "
+                f"until the new one is complete: that needs about {needed / 1e6:,.0f} MB free where "
+                f"{self.index_dir} is, and {free / 1e6:,.0f} MB are. Free some space, or build into "
+                "another --index folder (and delete this one)."
+            )
 
     def _set_aside_damaged_sqlite(self) -> None:
         """--rebuild over a damaged SQLite file: keep it under another name, start a new one."""

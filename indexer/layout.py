@@ -18,6 +18,8 @@ from pathlib import Path
 MANIFEST = "index.json"
 SQLITE_FILE = "store.sqlite"
 LOCK_FILE = ".lock"
+# Written by a build that commits in chunks, after each commit: what readers say while it runs.
+PROGRESS_FILE = ".build-progress.json"
 UPLOADS_DIR = "uploads"
 VECTOR_PREFIX = "vectors-"
 VECTOR_SUFFIX = ".faiss"
@@ -41,6 +43,10 @@ class IndexLayout:
     @property
     def lock_file(self) -> Path:
         return self.root / LOCK_FILE
+
+    @property
+    def progress_file(self) -> Path:
+        return self.root / PROGRESS_FILE
 
     @property
     def uploads(self) -> Path:

@@ -55,6 +55,7 @@ from search.api_models import (
     MAX_QUERY_CHARS,
     MAX_SIMILARITY_SENTENCES,
     MAX_URL_BYTES,
+    BuildProgressOut,
     ErrorResponse,
     FusionMethod,
     HealthResponse,
@@ -304,6 +305,8 @@ def stats_of(service: Service) -> StatsResponse:
         build_id=figures.build_id,
         reranker=None if service.reranker is None else Path(str(service.choice.path)).name,
         rerank_default=searcher.rerank_by_default,
+        building=None if (progress := searcher.build_progress()) is None
+        else BuildProgressOut(done=progress[0], total=progress[1]),
     )
 
 

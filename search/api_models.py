@@ -84,6 +84,11 @@ class SimilarityRequest(BaseModel):
         return self
 
 
+class BuildProgressOut(BaseModel):
+    done: int = Field(description="passages committed so far")
+    total: int = Field(description="passages the build will have committed when it ends")
+
+
 class HitOut(BaseModel):
     rank: int
     doc_id: str
@@ -133,6 +138,9 @@ class StatsResponse(BaseModel):
     build_id: str
     reranker: str | None = Field(description="the cross-encoder `rerank` uses; null when there is none")
     rerank_default: bool = Field(description="whether a search that does not say reranks")
+    building: BuildProgressOut | None = Field(
+        None, description="a build growing the index in chunks right now: searches answer from the "
+        "passages committed so far; null when no build runs (a --rebuild commits once, at its end)")
 
 
 class SimilarityResponse(BaseModel):

@@ -170,6 +170,11 @@ class Searcher:
             self.refresh()
         return self._loaded.stats
 
+    def build_progress(self) -> tuple[int, int] | None:
+        """(passages committed, passages to commit) of a build growing the index in chunks right
+        now: searches answer from the committed part meanwhile. None when no build runs."""
+        return self.index.build_progress()
+
     def close(self) -> None:
         self.index.close()
 

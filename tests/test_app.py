@@ -693,3 +693,20 @@ def test_the_search_page_does_not_import_the_compare_pages_chart_libraries(demo_
                           text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-3:] == ["pasta**", "False", "False"], done.stdout
+
+
+def test_a_build_growing_the_index_is_shown_with_how_far_it_has_got(private_index: Path) -> None:
+    """Another process commits chunks of a growing index: the page says how many of its passages
+    are in, while searches answer from them; a progress file left by a dead build says nothing."""
+    import json
+    import os
+
+    progress = private_index / ".build-progress.json"
+    progress.write_text(json.dumps({"done": 48, "total": 1200, "pid": os.getpid()}))
+    at = run_app({"q": "open a file"})
+    assert not at.exception
+    assert any("Building: 48 of 1,200 passages committed" in info.value for info in at.info), \
+        [info.value for info in at.info]
+    progress.write_text(json.dumps({"done": 48, "total": 1200, "pid": 2**22 + 12345}))  # no such process
+    at = run_app({"q": "open a file"})
+    assert not any("Building:" in info.value for info in at.info)

@@ -95,8 +95,9 @@ def missing_index_message(folder: Path) -> str:
     )
 
 
-def show_stats(area, stats: IndexStats) -> None:
-    """The figures of one build, into `area` (a container at the top of the page)."""
+def show_stats(area, stats: IndexStats, building: tuple[int, int] | None = None) -> None:
+    """The figures of one build, into `area` (a container at the top of the page), and how far
+    a build growing the index in chunks has got, when one is running."""
     cols = area.columns(3)
     cols[0].metric("Documents", f"{stats.documents:,}")
     cols[1].metric("Passages", f"{stats.passages:,}")
@@ -110,6 +111,10 @@ def show_stats(area, stats: IndexStats) -> None:
         f"vector index {stats.vector_index} · "
         f"built {stats.built_at:%Y-%m-%d %H:%M} UTC"
     )
+    if building is not None:
+        done, total = building
+        area.info(f"Building: {done:,} of {total:,} passages committed. Searches answer from "
+                  "those so far and include the rest as they commit.")
 
 
 def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None) -> None:
@@ -144,7 +149,7 @@ def search_page(folder: Path) -> None:
     result = run_search(searcher, query, asked_params(searcher))
     if result is not None and result.stats is not None:
         stats = result.stats
-    show_stats(stats_area, stats)
+    show_stats(stats_area, stats, searcher.build_progress())
     if result is not None:
         show_results(searcher, query, result, stats)
 

@@ -18,8 +18,12 @@ so an interrupted build, run again, resumes after its last commit.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import sys
 import time
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -245,6 +249,10 @@ class BuildLoop:
                     self.embedder.check(changes)
                     if first and tx.info is not None:  # an index that answers already: no small first commit
                         size = config.commit_passages
+                    if first and tx.replaces is not None:
+                        # A --rebuild of an index people search: one commit, so that until it lands
+                        # they search the previous build whole, and a crash leaves that one served.
+                        size = sys.maxsize
                     taken, result, embedded = self.commit_one(tx, changes, size, first)
                 self.report.passages_committed += embedded
                 if self.embedder.embeds:
@@ -255,9 +263,12 @@ class BuildLoop:
                     self.progress(self.report.passages_committed, max(self.total, self.report.passages_committed))
                 if len(taken.to_embed) == len(changes.to_embed):
                     return
+                write_progress(self.index.layout.progress_file, self.report.passages_committed,
+                               max(self.total, self.report.passages_committed))
                 rebuild, first = False, False
                 size = next_commit_size(size, result.passages, config.commit_passages)
         finally:
+            self.index.layout.progress_file.unlink(missing_ok=True)
             if self.bar is not None:
                 self.bar.close()
 
@@ -306,6 +317,15 @@ class BuildLoop:
                 self.report.documents_updated -= 1
         gone = {doc.doc_id for doc in empty}
         self.documents = [doc for doc in self.documents if doc.doc_id not in gone]
+
+
+def write_progress(path: Path, done: int, total: int) -> None:
+    """Say how far a build that commits in chunks has got, for readers of the index meanwhile
+    (`Index.build_progress`): passages committed of those it will commit. Written after each
+    commit but the last (atomically: a temp file renamed), removed when the build ends."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"done": done, "total": total, "pid": os.getpid()}))
+    os.replace(tmp, path)
 
 
 def interrupted_before_writing(config: IndexConfig) -> BuildInterrupted:

@@ -51,12 +51,13 @@ class WriteTransaction:
     """
 
     def __init__(self, layout: IndexLayout, owner_id: str, conn: Connection, session: Session,
-                 info: IndexInfo | None) -> None:
+                 info: IndexInfo | None, replaces: IndexInfo | None = None) -> None:
         self.layout = layout
         self.owner_id = owner_id
         self.conn = conn
         self.session = session
         self.info = info
+        self.replaces = replaces  # the committed build a --rebuild replaces (readers keep it until the commit)
         self.result: tuple[str, ...] | None = None  # the files the committed build names
 
     def keep_committed(self) -> None:

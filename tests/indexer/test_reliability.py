@@ -14,6 +14,7 @@ import pytest
 from indexer import Index, IndexMismatchError, IndexUnreadableError, build_index, repair_index
 from indexer.__main__ import main
 from indexer.embedding import load_bi_encoder
+from indexer.errors import NotEnoughSpaceError
 from indexer.store import integrity
 from indexer.store.records import build_command
 from indexer.store.transaction import WriteTransaction
@@ -466,3 +467,98 @@ def test_an_index_from_before_checksums_searches_and_repair_adds_them(built, cap
     alter_sql(index_dir, "UPDATE semsearch_passages SET text = replace(text, 'Lava', 'Mud')")
     with pytest.raises(IndexUnreadableError, match=ALTERED):
         volcano_search(index_dir)
+
+
+# --- a --rebuild is one commit; a growing build says how far it has got --------------------------
+
+
+def many_docs(count: int) -> dict[str, str]:
+    return {f"doc{i:03d}.txt": f"Document {i} is about " + " ".join(f"topic{i}-{j}" for j in range(30))
+            for i in range(count)}
+
+
+def test_a_rebuild_is_served_whole_until_it_commits_once(tmp_path, tiny_model, monkeypatch):
+    """Readers of an index being rebuilt see the previous build, all of it, until the rebuild
+    lands in one commit; chunked commits are for growing an index."""
+    source = write_corpus(tmp_path / "corpus", many_docs(60))
+    index_dir = tmp_path / "idx"
+    first = build_index(config(source, index_dir, tiny_model, commit_passages=16))
+    assert first.commits > 1, "a first build commits in chunks"
+    before = Index.open(index_dir, use_gpu=False)
+    build_id = before.build_id
+    seen = []
+    commit = WriteTransaction.commit
+
+    def watched(self, *args, **kwargs):
+        with Index.open(index_dir, use_gpu=False) as reader:  # another connection, as a server has
+            seen.append((reader.build_id, reader.stats().documents, len(reader.snapshot().vectors.ids())))
+        return commit(self, *args, **kwargs)
+
+    monkeypatch.setattr(WriteTransaction, "commit", watched)
+    report = build_index(config(source, index_dir, tiny_model, rebuild=True, commit_passages=16))
+    assert report.commits == 1 and report.documents_added == 60
+    assert seen == [(build_id, 60, first.total_passages)], "readers saw the previous build, whole"
+    assert before.refresh() and before.stats().documents == 60 and before.build_id != build_id
+    before.close()
+
+
+def test_a_rebuild_that_fails_midway_leaves_the_previous_build_served(tmp_path, tiny_model, monkeypatch):
+    source = write_corpus(tmp_path / "corpus", many_docs(40))
+    index_dir = tmp_path / "idx"
+    build_index(config(source, index_dir, tiny_model, commit_passages=16))
+    with Index.open(index_dir, use_gpu=False) as index:
+        build_id = index.build_id
+
+    commit = WriteTransaction.commit
+
+    def dies_past_16_passages(self, plan, origin, passages, vectors, meta):
+        # Chunk by chunk, the first 16 passages would have landed before this.
+        if sum(map(len, passages)) > 16:
+            raise RuntimeError("killed while embedding")
+        return commit(self, plan, origin, passages, vectors, meta)
+
+    monkeypatch.setattr(WriteTransaction, "commit", dies_past_16_passages)
+    with pytest.raises(RuntimeError, match="killed while embedding"):
+        build_index(config(source, index_dir, tiny_model, rebuild=True, commit_passages=16))
+    monkeypatch.undo()
+    with Index.open(index_dir, use_gpu=False) as index:
+        assert index.build_id == build_id and index.stats().documents == 40
+        assert len({r.doc_id for r in index.passages(index.snapshot().vectors.ids()).values()}) == 40
+    assert_consistent(index_dir)
+
+
+def test_a_rebuild_without_room_for_two_generations_is_refused_before_writing(built, monkeypatch):
+    import indexer.index
+
+    source, index_dir, model = built
+    with Index.open(index_dir, use_gpu=False) as index:
+        build_id = index.build_id
+    monkeypatch.setattr(indexer.index, "free_bytes", lambda path: 1000)
+    with pytest.raises(NotEnoughSpaceError, match=r"needs about \d+ MB free where .* and 0 MB are\. Free some space"):
+        build_index(config(source, index_dir, model, rebuild=True))
+    with Index.open(index_dir, use_gpu=False) as index:
+        assert index.build_id == build_id
+
+
+def test_a_build_growing_the_index_says_how_far_it_has_got(tmp_path, tiny_model, monkeypatch):
+    source = write_corpus(tmp_path / "corpus", many_docs(60))
+    index_dir = tmp_path / "idx"
+    progress = []
+    commit = WriteTransaction.commit
+
+    def watched(self, *args, **kwargs):
+        result = commit(self, *args, **kwargs)
+        with Index.create(index_dir) as reader:
+            progress.append(reader.build_progress())
+        return result
+
+    monkeypatch.setattr(WriteTransaction, "commit", watched)
+    build_index(config(source, index_dir, tiny_model, commit_passages=16))
+    with Index.open(index_dir, use_gpu=False) as index:
+        assert index.build_progress() is None, "no build runs now"
+        total = index.stats().passages
+    assert progress[0] is None, "nothing said before the first commit"
+    running = [p for p in progress if p is not None]
+    # The total is counted as documents are cut, estimated before: it settles on the real one.
+    assert running and all(0 < done < whole for done, whole in running) and running[-1][1] == total, progress
+    assert [done for done, _ in running] == sorted(done for done, _ in running)

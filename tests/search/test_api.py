@@ -484,3 +484,16 @@ def test_health_says_unreadable_while_searches_fail_on_a_damaged_store(tmp_path,
                                 show_progress=False))
         assert served.get("/search", params={"q": "word3 text7", "mode": "bm25", "k": 40}).status_code == 200
         assert served.get("/health").json()["index"] == "ready"
+
+
+def test_stats_say_how_far_a_growing_build_has_got(private_index):
+    import json
+    import os
+
+    _, index_dir, model = private_index
+    config = ApiConfig(index_dir=index_dir, rerank_model="none", similarity_model=model)
+    with TestClient(create_app(config)) as served:
+        wait_until_ready(served)
+        assert served.get("/stats").json()["building"] is None
+        (index_dir / ".build-progress.json").write_text(json.dumps({"done": 16, "total": 90, "pid": os.getpid()}))
+        assert served.get("/stats").json()["building"] == {"done": 16, "total": 90}
