@@ -212,6 +212,45 @@ def child_kill(args: argparse.Namespace) -> None:
     print("DONE", flush=True)
 
 
+# A rebuild's probe: an index of this many documents, rebuilt with commits of this many passages
+# (so a rebuild that committed in chunks, as before one-commit rebuilds, would show halfway).
+REBUILD_DOCS = 120
+REBUILD_CHUNK = 4
+
+
+def child_rebuild(args: argparse.Namespace) -> None:
+    """A --rebuild with small commits; `--chunked` makes it commit chunk by chunk, as rebuilds did
+    before they landed in one commit (the peer); `--stage pause` stops it, printing a marker,
+    just before the commit that would take it past 8 passages, for the parent to kill."""
+    from dataclasses import replace
+
+    from indexer.store.transaction import WriteTransaction
+
+    if args.chunked:
+        init = WriteTransaction.__init__
+
+        def chunked(self, *a, **k):
+            init(self, *a, **k)
+            self.replaces = None  # what marks a rebuild of a served index: without it, chunks
+
+        WriteTransaction.__init__ = chunked
+    if args.stage == "pause":
+        commit, committed = WriteTransaction.commit, []
+
+        def paused(self, plan, origin, passages, vectors, meta):
+            if sum(committed) + sum(map(len, passages)) > 8:
+                print("STAGE pause", flush=True)
+                time.sleep(300)
+            committed.append(sum(map(len, passages)))
+            return commit(self, plan, origin, passages, vectors, meta)
+
+        WriteTransaction.commit = paused
+    cfg = replace(config_for(Path(args.source), Path(args.index), args.model, None), rebuild=True,
+                  commit_passages=REBUILD_CHUNK)
+    build_index(cfg)
+    print("DONE", flush=True)
+
+
 def spawn(*argv: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -360,6 +399,51 @@ def probe_searches(work: Path, model: str, emb: Embeddings, rounds: int, reuse: 
         for reader in (lagging, live, lagging_searcher, searcher):
             reader.close()
     return tallies
+
+
+# --- probe 1b: a rebuild under searches, and a rebuild killed midway ------------------------------
+
+
+def rebuild_docs() -> dict[str, str]:
+    return {f"note-{i:03d}.txt": sentence(1000 + i) for i in range(REBUILD_DOCS)}
+
+
+def served_documents(searcher) -> int:
+    """How many documents a search can reach: every note holds "Note", so a BM25 search for it
+    with k = REBUILD_DOCS returns all of them, or only those the served build holds."""
+    return len(searcher.search("Note", k=REBUILD_DOCS, mode="bm25"))
+
+
+def probe_rebuild(work: Path, model: str, chunked: bool) -> tuple[int, int, int]:
+    """(searches during a --rebuild, of them answered from fewer than all documents, documents
+    served after a rebuild killed midway)."""
+    from search import Searcher
+
+    source, index_dir = work / "source", work / "index"
+    write_state(source, rebuild_docs())
+    build_index(config_for(source, index_dir, model, None))
+    peer = ["--chunked"] if chunked else []
+    searcher = Searcher(index_dir)
+    searches = partial = 0
+    try:
+        child = spawn("rebuild", *peer, *child_args(source, index_dir, model, None))
+        while child.poll() is None:
+            searches += 1
+            partial += served_documents(searcher) < REBUILD_DOCS
+        _, err = child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError(f"the rebuild failed:\n{err[-2000:]}")
+        child = spawn("rebuild", *peer, "--stage", "pause", *child_args(source, index_dir, model, None))
+        marker = wait_for_marker(child)
+        os.kill(child.pid, signal.SIGKILL)
+        child.communicate()
+        if marker != "STAGE pause":
+            raise RuntimeError(f"the rebuild never reached its pause: {marker}")
+        after_kill = served_documents(searcher)
+    finally:
+        searcher.close()
+    build_index(config_for(source, index_dir, model, None))  # the next build completes it
+    return searches, partial, after_kill
 
 
 # --- probe 2: kill -9 at each stage --------------------------------------------------------------
@@ -620,7 +704,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg", default=PG_URL, help="PostgreSQL URL for the kill -9 trials")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("--child", choices=["builds", "kill"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["builds", "kill", "rebuild"], help=argparse.SUPPRESS)
+    parser.add_argument("--chunked", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stage", help=argparse.SUPPRESS)
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--index", help=argparse.SUPPRESS)
@@ -633,6 +718,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.child == "kill":
         child_kill(args)
+        return 0
+    if args.child == "rebuild":
+        child_rebuild(args)
         return 0
 
     # Before the CLI's own basicConfig, which then leaves it alone: its INFO lines would drown the table.
@@ -655,6 +743,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    error: {error}", flush=True)
             search_rows.append([label, f.searches, f.hits, f"**{f.wrong}**", len(f.errors),
                                 f"{r.wrong} of {r.hits} hits ({r.searches} searches)"])
+
+        print(f"1b. a --rebuild of {REBUILD_DOCS} documents while searching, then one killed midway", flush=True)
+        rebuilds = {label: probe_rebuild(work / f"rebuild_{label}", model, chunked=label == "chunked")
+                    for label in ("one commit", "chunked")}
+        for label, (searches, partial, after_kill) in rebuilds.items():
+            print(f"  {label}: {partial} of {searches} searches partial; {after_kill} of {REBUILD_DOCS} "
+                  "documents served after the kill", flush=True)
 
         print("2. kill -9 of a build at each stage", flush=True)
         kills: dict[str, dict[str, str | None]] = {}
@@ -707,6 +802,16 @@ def main(argv: list[str] | None = None) -> int:
         "AUTOINCREMENT, as before the fix, so deleted ids were handed out again.",
         markdown_table(["reader", "searches", "hits checked", "wrong hits", "errors",
                         "wrong hits with ids reused (before the fix)"], search_rows),
+        f"**A `--rebuild` of {REBUILD_DOCS} documents (commits of {REBUILD_CHUNK} passages asked for) "
+        "in another process while a `Searcher` (auto refresh) searches**, BM25 for a word every "
+        "document holds, k = all: an answer is partial when it reaches fewer than all the documents. "
+        "Then a rebuild killed with SIGKILL just before the commit that would take it past 8 "
+        "passages, and the documents a search reaches afterwards. The peer column makes the "
+        "rebuild commit chunk by chunk, as rebuilds did before they landed in one commit.",
+        markdown_table(["rebuild", "searches during it", "partial answers (target 0)",
+                        f"documents served after kill -9 midway (of {REBUILD_DOCS})"],
+                       [[label, searches, f"**{partial}**" if label == "one commit" else partial, after_kill]
+                        for label, (searches, partial, after_kill) in rebuilds.items()]),
         "**kill -9 of a build process at each stage**, then: the previous build (the new one after "
         "its commit) opens, its FAISS, BM25 and SQL passage ids agree as sets, no document is lost "
         "or altered, and the next build succeeds and leaves no temporary or stale file. PostgreSQL "

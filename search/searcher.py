@@ -19,6 +19,7 @@ from indexer.model_spec import ModelSpec
 from search.config import SearchConfig
 from search.document_ranking import rank_in_rounds
 from search.errors import EmptyQueryError, NoRerankerError
+from search.fusion import Fusion
 from search.hits import Hit, SearchResult, StageTimings
 from search.model_load import MODEL_LOADING, ModelLoad
 from search.params import SearchParams
@@ -230,11 +231,14 @@ class Searcher:
         started = time.perf_counter()
         request = Query(text, model)
         depth = (max(k, candidates) if params.keep_tail else candidates) if reranker is not None else k
-        retriever = loaded.retrievers[choice.mode]
-        if isinstance(retriever, HybridRetriever):
-            retriever = retriever.with_fusion(fused_by)
-        second = self.config.second_passage_for(choice.mode, fused_by.method)
-        hits = self._retrieve_hits(loaded, retriever, request, depth, second)
+        hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by)
+        if len(hits) < min(depth, loaded.stats.documents) and self.config.auto_refresh and self.refresh():
+            # A build committed while this search read, and its rows replaced passages the loaded
+            # build still named (a rebuild replaces all): answer from the new build instead.
+            loaded, choice = self._choose(params.mode)
+            if choice.mode != "bm25" and request.model is None:
+                request = Query(text, self.model)
+            hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by)
         retrieve_s = time.perf_counter() - started - request.encode_s
         reranked, rerank_s = 0, 0.0
         if reranker is not None and hits:
@@ -266,10 +270,13 @@ class Searcher:
             logger.warning("%s", choice.fallback_reason)
         return loaded, choice
 
-    def _retrieve_hits(self, loaded: LoadedBuild, retriever: Retriever, query: Query, k: int,
-                       second_passage_weight: float) -> list[Hit]:
+    def _retrieve_hits(self, loaded: LoadedBuild, mode: str, query: Query, k: int, fused_by: Fusion) -> list[Hit]:
         """The first k documents of this query's one document ranking (`rank_in_rounds`: fetched at
         depths that never depend on k, so a larger k only appends), each a hit on its best passage."""
+        retriever = loaded.retrievers[mode]
+        if isinstance(retriever, HybridRetriever):
+            retriever = retriever.with_fusion(fused_by)
+        second_passage_weight = self.config.second_passage_for(mode, fused_by.method)
         chosen = rank_in_rounds(
             lambda n: retriever.retrieve(query, n),
             self.index.document_ids,

@@ -420,3 +420,27 @@ def test_rrf_never_scores_documents_by_a_second_passage():
     assert config.second_passage_for("hybrid", "zscore") == 0.1
     assert config.second_passage_for("bm25", "rrf") == 0.1  # not fused: the mode's own scores
     assert config.second_passage_for("hybrid", "rrf") == 0.0
+
+
+def test_a_search_that_a_rebuild_overtakes_answers_from_the_new_build(tiny_index, topic_corpus, tiny_model):
+    """A rebuild replaces every passage. A search that loaded the previous build just before the
+    rebuild committed finds none of its passages' rows any more: it answers from the new build,
+    whole, rather than with the few (or no) hits it could still read."""
+    from indexer import IndexConfig, build_index
+
+    searcher = Searcher(tiny_index)
+    everything = len(searcher.search("garden", k=10, mode="dense"))
+    assert everything == 5
+    refresh = searcher.refresh
+    checks = []
+
+    def late_refresh() -> bool:  # the first check runs before the rebuild commits
+        checks.append(1)
+        return False if len(checks) == 1 else refresh()
+
+    searcher.refresh = late_refresh  # type: ignore[method-assign]
+    build_index(IndexConfig(source=topic_corpus, index_dir=tiny_index, model=tiny_model, rebuild=True,
+                            show_progress=False))
+    hits = searcher.search("garden", k=10, mode="dense")
+    assert len(hits) == everything and len(checks) >= 2
+    searcher.close()
