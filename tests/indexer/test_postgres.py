@@ -154,3 +154,33 @@ def test_delta_segments_and_tombstones_on_postgres(topic_corpus, tmp_path, tiny_
     assert searcher.search("glacier retreated", k=1, mode="bm25")[0].doc_id == "glacier.txt"
     assert "volcano.txt" not in {h.doc_id for h in searcher.search("volcano", k=10, mode="bm25")}
     searcher.close()
+
+
+def test_a_rebuild_on_postgres_is_served_whole_until_it_commits(tmp_path, tiny_model, pg_schema_url, monkeypatch):
+    """Readers of a PostgreSQL index keep the previous build, all of it, while a --rebuild runs:
+    it lands in one transaction, and MVCC shows the old rows until then."""
+    from indexer import Index
+    from indexer.store.transaction import WriteTransaction
+    from tests.indexer.helpers import write_corpus
+
+    docs = {f"doc{i:02d}.txt": f"Document {i} about " + " ".join(f"w{i}x{j}" for j in range(30)) for i in range(30)}
+    source = write_corpus(tmp_path / "corpus", docs)
+    index_dir = tmp_path / "idx"
+    cfg = IndexConfig(source=source, index_dir=index_dir, model=tiny_model, db_url=pg_schema_url,
+                      commit_passages=16, show_progress=False)
+    assert build_index(cfg).commits > 1
+    with Index.open(index_dir, use_gpu=False) as index:
+        build_id = index.build_id
+    seen = []
+    commit = WriteTransaction.commit
+
+    def watched(self, *args, **kwargs):
+        with Index.open(index_dir, use_gpu=False) as reader:
+            seen.append((reader.build_id, reader.stats().documents))
+        return commit(self, *args, **kwargs)
+
+    monkeypatch.setattr(WriteTransaction, "commit", watched)
+    from dataclasses import replace
+
+    assert build_index(replace(cfg, rebuild=True)).commits == 1
+    assert seen == [(build_id, 30)]
