@@ -49,6 +49,7 @@ from search.api_errors import (
     redact,
 )
 from search.api_models import (
+    HAS_WORDS,
     MAX_BODY_BYTES,
     MAX_HEADER_BYTES,
     MAX_HTTP_HEAD_BYTES,
@@ -449,7 +450,8 @@ def create_app(config: ApiConfig) -> FastAPI:
     @app.get("/search", response_model=SearchResponse)
     async def search_get(
         http: Request,
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")],
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS,
+                                description="the query: some words, not only whitespace")],
         k: Annotated[int, Query(ge=1, le=MAX_K)] = DEFAULT_K,
         mode: Mode | None = None,
         rerank: bool | None = None,

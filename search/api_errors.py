@@ -58,6 +58,8 @@ def _validation_body(exc: RequestValidationError) -> dict[str, Any]:
     for err in exc.errors():
         loc = ".".join(str(part) for part in err.get("loc", ()))
         msg = err.get("msg", "invalid value")
+        if err.get("type") == "string_pattern_mismatch":
+            msg = "should hold some words, not only whitespace"
         if "input" in err and err.get("type") not in ("missing", "json_invalid") and not isinstance(
             err["input"], dict
         ):

@@ -11,13 +11,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from search.fusion import FUSIONS
 from search.params import DEFAULT_K, MAX_K
 
 # A query or sentence longer than this is refused (422); the model reads 256 tokens of it anyway.
 MAX_QUERY_CHARS = 2000
+# A query must hold something besides whitespace (JSON Schema's patterns match anywhere).
+HAS_WORDS = r"\S"
 # Every request body, counted as it streams in (413 above it): 100 sentences of 600 characters fit.
 MAX_BODY_BYTES = 64 * 1024
 # Sentences in each list of a similarity request (422 above it), so a matrix is at most 100 x 100.
@@ -38,18 +40,32 @@ Sentence = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
 Sentences = Annotated[list[Sentence], Field(min_length=1, max_length=MAX_SIMILARITY_SENTENCES)]
 
 
+def _whole_number(value: object) -> object:
+    """166.0 as 166: JSON Schema's `integer` admits a number with a zero fraction, and JSON has
+    no other way to tell; 2.5, "5" and true stay what they are, and strict validation refuses them."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer field of a strict request body, as JSON Schema defines integers.
+WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
+
+
 class SearchRequest(BaseModel):
-    """POST /search. Strict: `"k": "5"` or `"rerank": "yes"` is a 422, not silently converted."""
+    """POST /search. Strict: `"k": "5"`, `"k": 2.5` or `"rerank": "yes"` is a 422, not silently
+    converted; `"k": 5.0` is the integer 5, as JSON Schema reads it."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the query")
-    k: int = Field(DEFAULT_K, ge=1, le=MAX_K, description=f"documents to return, 1..{MAX_K}")
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS,
+                   description="the query: some words, not only whitespace")
+    k: WholeNumber = Field(DEFAULT_K, ge=1, le=MAX_K, description=f"documents to return, 1..{MAX_K}")
     mode: Mode | None = Field(None, description="retriever; default hybrid (dense when the index has no BM25)")
     rerank: bool | None = Field(
         None, description="rescore the top `candidates` with the server's cross-encoder; default: the server's setting"
     )
-    candidates: int | None = Field(
+    candidates: WholeNumber | None = Field(
         None, ge=1, le=MAX_K, description=f"documents the reranker rescores, 1..{MAX_K} (default 50)"
     )
     fusion: FusionMethod | None = Field(

@@ -221,7 +221,7 @@ class Searcher:
         reranker = self.reranker if self.reranks(params) else None
         if reranker is not None and k > candidates and not params.keep_tail:
             raise ValueError(
-                f"k ({k}) is greater than candidates ({candidates}); raise --candidates or lower k."
+                f"k ({k}) is greater than candidates ({candidates}); raise candidates or lower k."
             )
         text = query.strip()
         if not text:

@@ -42,7 +42,12 @@ class IndexInfo:
 
     @classmethod
     def from_row(cls, row: IndexInfoRow) -> IndexInfo:
-        return cls(**{f.name: getattr(row, f.name, None) for f in fields(cls)})
+        """The row's values; `built_at` in UTC with its zone, which SQLite does not keep (it is
+        always written in UTC)."""
+        values = {f.name: getattr(row, f.name, None) for f in fields(cls)}
+        if isinstance(values.get("built_at"), dt.datetime) and values["built_at"].tzinfo is None:
+            values["built_at"] = values["built_at"].replace(tzinfo=dt.UTC)
+        return cls(**values)
 
 
 @dataclass(frozen=True)

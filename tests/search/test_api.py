@@ -207,10 +207,20 @@ def test_malformed_json_is_a_422(client):
     assert body["error"] == "invalid_request"
 
 
-@pytest.mark.parametrize("query", ["   ", "\n\t"])
-def test_whitespace_query_is_a_400_from_the_searcher(client, query):
-    assert_error(client.get("/search", params={"q": query}), 400, "The query is empty")
-    assert_error(client.post("/search", json={"q": query}), 400, "The query is empty")
+@pytest.mark.parametrize("query", ["   ", "\n\t", ""])
+def test_an_empty_or_whitespace_query_is_a_422_as_its_schema_says(client, query):
+    """The schema declares a query with words (`pattern: \\S`), so an empty and a blank query
+    get one status, the one the schema predicts."""
+    where = "at least 1 character" if not query else "should hold some words, not only whitespace"
+    assert_error(client.get("/search", params={"q": query}), 422, "query.q", where)
+    assert_error(client.post("/search", json={"q": query}), 422, "body.q", where)
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["SearchRequest"]["properties"]["q"]
+    assert schema["pattern"] == "\\S" and schema["minLength"] == 1
+
+
+def test_times_in_answers_carry_their_zone(client):
+    """RFC 3339: SQLite keeps no zone, and builds write UTC."""
+    assert client.get("/stats").json()["built_at"].endswith(("Z", "+00:00"))
 
 
 def test_rerank_without_a_reranker_is_a_400_naming_the_fix(client):
@@ -497,3 +507,10 @@ def test_stats_say_how_far_a_growing_build_has_got(private_index):
         assert served.get("/stats").json()["building"] is None
         (index_dir / ".build-progress.json").write_text(json.dumps({"done": 16, "total": 90, "pid": os.getpid()}))
         assert served.get("/stats").json()["building"] == {"done": 16, "total": 90}
+
+
+def test_a_whole_number_written_with_a_fraction_is_an_integer_as_json_schema_says(client):
+    assert client.post("/search", json={"q": "bread", "k": 3.0, "mode": "bm25"}).json()["k"] == 3
+    assert_error(client.post("/search", json={"q": "bread", "k": 2.5}), 422, "body.k")
+    assert_error(client.post("/search", json={"q": "bread", "k": "3"}), 422, "body.k")
+    assert_error(client.post("/search", json={"q": "bread", "k": True}), 422, "body.k")

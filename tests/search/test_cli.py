@@ -25,7 +25,7 @@ def test_cli_reranks_and_reports_both_scores(tiny_index, tiny_cross_encoder, cap
     captured = capsys.readouterr()
     assert "(retriever " in captured.out and "reranked the top 4" in captured.err
     assert main([*argv, "--candidates", "1"]) == 2
-    assert "k (2) is greater than candidates (1); raise --candidates or lower k." in capsys.readouterr().err
+    assert "k (2) is greater than candidates (1); raise candidates or lower k." in capsys.readouterr().err
 
 
 def test_cli_reranker_choice_and_bad_k(tiny_index, tiny_cross_encoder, capsys):

@@ -119,7 +119,7 @@ def test_bad_mode_rerank_and_candidates_are_clear_errors(tiny_index, tiny_cross_
     reranking = Searcher(tiny_index, reranker=CrossEncoderReranker(tiny_cross_encoder))
     with pytest.raises(
         ValueError,
-        match=r"k \(60\) is greater than candidates \(50\); raise --candidates or lower k\.",
+        match=r"k \(60\) is greater than candidates \(50\); raise candidates or lower k\.",
     ):
         reranking.search("bread", k=60)
     with pytest.raises(ValueError, match=r"candidates \(0\) must be at least 1"):
