@@ -34,7 +34,7 @@ from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
-from fastapi import FastAPI, Query, Request
+from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 
@@ -314,8 +314,10 @@ def stats_of(service: Service) -> StatsResponse:
 async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
     searcher = service.searcher()
     try:
+        # keep_tail: a k above `candidates` (which the schema allows) returns k hits, the top
+        # `candidates` of them reranked, not a 400.
         params = SearchParams(k=request.k, mode=request.mode, rerank=request.rerank, candidates=request.candidates,
-                              fusion=request.fusion, fusion_weight=request.fusion_weight)
+                              fusion=request.fusion, fusion_weight=request.fusion_weight, keep_tail=True)
         searcher.reranks(params)
         result = await _in_thread(service, functools.partial(searcher.search_detailed, request.q, params))
     except NoRerankerError as err:
@@ -471,7 +473,7 @@ def create_app(config: ApiConfig) -> FastAPI:
         return await search_with(service, request)
 
     @app.post("/similarity", response_model=SimilarityResponse)
-    async def similarity(request: SimilarityRequest) -> SimilarityResponse:
+    async def similarity(request: Annotated[SimilarityRequest, Body()]) -> SimilarityResponse:
         """Cosine similarity of two sentences, or the len(a) x len(b) matrix of two lists."""
         return await similarity_with(service, request)
 

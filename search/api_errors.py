@@ -17,7 +17,17 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from search.api_models import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URL_BYTES, ErrorResponse
+from search.api_models import (
+    MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+    MAX_URL_BYTES,
+    SIMILARITY_LISTS,
+    SIMILARITY_PAIR,
+    ErrorResponse,
+)
+
+# The tags of a tagged union's shapes, left out of an error's location: a client wrote `a`, not `pair.a`.
+UNION_TAGS = (SIMILARITY_PAIR, SIMILARITY_LISTS)
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +66,7 @@ def _validation_body(exc: RequestValidationError) -> dict[str, Any]:
     """Pydantic's errors as one sentence per field, each naming where, what and the allowed range."""
     items = []
     for err in exc.errors():
-        loc = ".".join(str(part) for part in err.get("loc", ()))
+        loc = ".".join(str(part) for part in err.get("loc", ()) if part not in UNION_TAGS)
         msg = err.get("msg", "invalid value")
         if err.get("type") == "string_pattern_mismatch":
             msg = "should hold some words, not only whitespace"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
 from search.fusion import FUSIONS
 from search.params import DEFAULT_K, MAX_K
@@ -36,7 +36,7 @@ MAX_HTTP_HEAD_BYTES = 1024 * 1024
 
 Mode = Literal["dense", "bm25", "hybrid"]
 FusionMethod = Literal[FUSIONS]  # "rrf", "minmax", "tmm", "zscore"
-Sentence = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
+Sentence = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS)]
 Sentences = Annotated[list[Sentence], Field(min_length=1, max_length=MAX_SIMILARITY_SENTENCES)]
 
 
@@ -48,8 +48,9 @@ def _whole_number(value: object) -> object:
     return value
 
 
-# An integer field of a strict request body, as JSON Schema defines integers.
-WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
+# An integer field of a strict request body, as JSON Schema defines integers, from 1 to MAX_K
+# (the bounds inside the type, so that the schema of an optional one keeps them).
+WholeNumber = Annotated[int, Field(ge=1, le=MAX_K), BeforeValidator(_whole_number)]
 
 
 class SearchRequest(BaseModel):
@@ -60,13 +61,13 @@ class SearchRequest(BaseModel):
 
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS,
                    description="the query: some words, not only whitespace")
-    k: WholeNumber = Field(DEFAULT_K, ge=1, le=MAX_K, description=f"documents to return, 1..{MAX_K}")
+    k: WholeNumber = Field(DEFAULT_K, description=f"documents to return, 1..{MAX_K}")
     mode: Mode | None = Field(None, description="retriever; default hybrid (dense when the index has no BM25)")
     rerank: bool | None = Field(
         None, description="rescore the top `candidates` with the server's cross-encoder; default: the server's setting"
     )
     candidates: WholeNumber | None = Field(
-        None, ge=1, le=MAX_K, description=f"documents the reranker rescores, 1..{MAX_K} (default 50)"
+        None, description=f"documents the reranker rescores, 1..{MAX_K} (default 50)"
     )
     fusion: FusionMethod | None = Field(
         None, description="how hybrid fuses dense and BM25: reciprocal rank, or min-max / theoretical "
@@ -78,26 +79,38 @@ class SearchRequest(BaseModel):
     )
 
 
-class SimilarityRequest(BaseModel):
-    """POST /similarity: two sentences (`a`, `b` strings) or two lists (a len(a) x len(b) matrix)."""
+class SimilarityPair(BaseModel):
+    """POST /similarity with two sentences: `score` is their cosine similarity."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    a: Sentence | Sentences = Field(
-        description=f"a sentence, or a list of 1..{MAX_SIMILARITY_SENTENCES}; each at most {MAX_QUERY_CHARS} characters"
-    )
-    b: Sentence | Sentences = Field(description="the same shape as `a`: a sentence, or a list")
+    a: Sentence = Field(description=f"a sentence of 1..{MAX_QUERY_CHARS} characters, not only whitespace")
+    b: Sentence = Field(description="another sentence")
 
-    @model_validator(mode="after")
-    def _same_shape(self) -> SimilarityRequest:
-        if isinstance(self.a, str) != isinstance(self.b, str):
-            raise ValueError("a and b must both be sentences (strings) or both be lists of sentences")
-        for name, value in (("a", self.a), ("b", self.b)):
-            for pos, sentence in enumerate([value] if isinstance(value, str) else value):
-                if not sentence.strip():
-                    where = name if isinstance(value, str) else f"{name}[{pos}]"
-                    raise ValueError(f"{where} is empty; give it a sentence with some words to compare")
-        return self
+
+class SimilarityLists(BaseModel):
+    """POST /similarity with two lists: `matrix` holds len(a) x len(b) cosine similarities."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    a: Sentences = Field(description=f"1..{MAX_SIMILARITY_SENTENCES} sentences, each as in a pair")
+    b: Sentences = Field(description=f"1..{MAX_SIMILARITY_SENTENCES} sentences")
+
+
+def _similarity_shape(body: object) -> str:
+    """Which shape a body asks for, by its `a`: a sentence makes a pair, anything else lists."""
+    first = body.get("a") if isinstance(body, dict) else getattr(body, "a", None)
+    return SIMILARITY_PAIR if isinstance(first, str) else SIMILARITY_LISTS
+
+
+SIMILARITY_PAIR, SIMILARITY_LISTS = "pair", "lists"
+# Both shapes in one body: the schema says a and b are both sentences or both lists, as the
+# server requires; a body is checked against the shape its `a` asks for, so errors name a field
+# of that shape (the tag is left out of their location).
+SimilarityRequest = Annotated[
+    Annotated[SimilarityPair, Tag(SIMILARITY_PAIR)] | Annotated[SimilarityLists, Tag(SIMILARITY_LISTS)],
+    Discriminator(_similarity_shape),
+]
 
 
 class BuildProgressOut(BaseModel):

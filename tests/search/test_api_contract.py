@@ -1,0 +1,53 @@
+"""The HTTP API against its own OpenAPI schema: Schemathesis (on PyPI) generates requests from
+/openapi.json, ones the schema allows and ones it forbids, for every operation, and checks every
+answer with all its checks: declared status codes and content types, bodies that match their
+schemas, no server error, forbidden requests refused. A fixed seed and a bounded number of
+examples keep it repeatable and within a minute."""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
+
+from search.api import ApiConfig, create_app
+from tests.search.test_api import build, write_corpus
+
+EXAMPLES = 40
+
+
+@pytest.fixture(scope="module")
+def api_schema(tmp_path_factory, tiny_model_dir, tiny_cross_encoder):
+    """A server with a reranker, so that `rerank: true` is a request it can answer (one without
+    answers it 400 no_reranker, a setting of the server rather than a wrong request)."""
+    root = tmp_path_factory.mktemp("contract")
+    index_dir = root / "idx"
+    build(write_corpus(root / "corpus"), index_dir, str(tiny_model_dir))
+    app = create_app(ApiConfig(index_dir=index_dir, rerank_model=tiny_cross_encoder,
+                               similarity_model=str(tiny_model_dir)))
+    assert app.state.service.try_open() is not None  # what the app's startup does
+    return schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+OPERATIONS = ["GET /health", "GET /stats", "GET /search", "POST /search", "POST /similarity"]
+# Operations with inputs, so that a request the schema forbids can be made.
+WITH_INPUTS = ["GET /search", "POST /search", "POST /similarity"]
+
+
+def test_the_schema_lists_the_operations_tested_here(api_schema):
+    assert sorted(op.ok().label for op in api_schema.get_all_operations()) == sorted(OPERATIONS)
+
+
+@pytest.mark.parametrize(("label", "mode"), [(label, GenerationMode.POSITIVE) for label in OPERATIONS]
+                         + [(label, GenerationMode.NEGATIVE) for label in WITH_INPUTS])
+def test_every_operation_keeps_its_contract(api_schema, label, mode):
+    operation = next(op.ok() for op in api_schema.get_all_operations() if op.ok().label == label)
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def keeps_contract(case):
+        case.call_and_validate()
+
+    keeps_contract()
