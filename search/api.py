@@ -37,6 +37,7 @@ import anyio.to_thread
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi_offline import FastAPIOffline
 
 from indexer import settings
 from indexer.errors import IndexerError, IndexNotFoundError
@@ -404,7 +405,10 @@ def _lifespan(service: Service, config: ApiConfig):
 
 
 def _new_app(service: Service, config: ApiConfig) -> FastAPI:
-    app = FastAPI(
+    # /docs and /redoc from assets in a package, not a CDN: no machine here reaches one, and a
+    # service behind a firewall is the same. fastapi-offline was chosen over swagger-ui-bundle,
+    # whose Swagger UI 4.15 cannot render the OpenAPI 3.1 schema FastAPI writes (5.x can).
+    app = FastAPIOffline(
         title="semsearch",
         summary="Semantic search over one index: the same Searcher as the CLI and the app. Read-only.",
         description=(

@@ -195,13 +195,13 @@ class DevTools:
 
 
 @contextlib.contextmanager
-def chromium(user_data: Path) -> Iterator[int]:
+def chromium(user_data: Path, *extra: str) -> Iterator[int]:
     """A headless Chromium with the DevTools protocol on a free port; yields the port."""
     port = free_port()
     process = subprocess.Popen(
         [browser_path(), "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-dev-shm-usage", f"--remote-debugging-port={port}", f"--user-data-dir={user_data}",
-         f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", "about:blank"],
+         f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", *extra, "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
@@ -332,3 +332,41 @@ def test_search_compare_and_upload_in_a_real_browser(app_url: str, screenshots: 
     shots = asyncio.run(drive_app(app_url, screenshots, tmp_path))
     for name, path in shots.items():
         assert path.stat().st_size > 10_000, f"the {name} screenshot is nearly empty"
+
+
+# Every host name but the machine's own resolves to nothing: a page that needs a CDN breaks.
+OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"
+
+
+async def read_api_docs(url: str, screenshots: Path, tmp_path: Path) -> tuple[list[str], Path]:
+    with chromium(tmp_path / "docs-profile", OFFLINE) as port:
+        connection, page = await open_page(port, url)
+        async with connection:
+            operations = await page.wait_for(
+                """(() => { const o = [...document.querySelectorAll('.opblock-summary-path')]
+                   .map(e => e.innerText.trim()); return o.length >= 4 ? o : null; })()""",
+                "the operations listed by Swagger UI")
+            shot = await page.screenshot(screenshots / "api-docs.png")
+    return operations, shot
+
+
+def test_the_api_docs_render_in_a_browser_without_a_network(screenshots: Path, tmp_path: Path) -> None:
+    """/docs is Swagger UI from the server's own assets: with every outside host unreachable it
+    still lists the operations (it was a blank page without internet, loading from a CDN)."""
+    if browser_path() is None:
+        pytest.skip("no Chromium found; install Debian's `chromium` package: apt-get install chromium")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "search.api", "--index", str(tmp_path / "no-index-yet"), "--port", str(port),
+         "--rerank-model", "none", "--log-level", "warning"],
+        cwd=PROJECT_ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_url(f"http://127.0.0.1:{port}/openapi.json", 120, server)
+        operations, shot = asyncio.run(read_api_docs(f"http://127.0.0.1:{port}/docs", screenshots, tmp_path))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert {"/health", "/stats", "/search", "/similarity"} <= set(operations), operations
+    assert shot.stat().st_size > 10_000

@@ -519,3 +519,16 @@ def test_a_whole_number_written_with_a_fraction_is_an_integer_as_json_schema_say
     assert_error(client.post("/search", json={"q": "bread", "k": 2.5}), 422, "body.k")
     assert_error(client.post("/search", json={"q": "bread", "k": "3"}), 422, "body.k")
     assert_error(client.post("/search", json={"q": "bread", "k": True}), 422, "body.k")
+
+
+def test_docs_load_nothing_from_outside_the_server(client):
+    """/docs and /redoc reference only the server's own assets, so they render offline."""
+    import re
+
+    for page in ("/docs", "/redoc"):
+        html = client.get(page).text
+        assets = re.findall(r"""(?:src|href)=['"]([^'"]+)['"]""", html) + re.findall(r"""url: ?['"]([^'"]+)['"]""", html)
+        assert assets, page
+        for asset in assets:
+            assert not asset.startswith(("http://", "https://", "//")), f"{page} loads {asset}"
+            assert client.get(asset).status_code == 200, asset
