@@ -62,6 +62,7 @@ from search.api_models import (
     FusionMethod,
     HealthResponse,
     HitOut,
+    MatchOut,
     Mode,
     SearchRequest,
     SearchResponse,
@@ -71,6 +72,7 @@ from search.api_models import (
     TimingsOut,
 )
 from search.errors import NoRerankerError
+from search.matches import find_matches, query_terms
 from search.params import DEFAULT_K, MAX_K, SearchParams
 from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
 from search.searcher import Searcher
@@ -348,6 +350,7 @@ def refuse_unknown_parameters(http: Request) -> None:
 
 def search_response(request: SearchRequest, result) -> SearchResponse:
     timings = result.timings
+    terms = query_terms(request.q)
     return SearchResponse(
         query=request.q, k=request.k, mode=result.mode, fallback_reason=result.fallback_reason,
         reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
@@ -361,6 +364,7 @@ def search_response(request: SearchRequest, result) -> SearchResponse:
                 start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
                 retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
                 metadata=hit.metadata, source=hit.source,
+                matches=[MatchOut(start=m.start, end=m.end, term=m.term) for m in find_matches(hit.text, terms)],
             )
             for rank, hit in enumerate(result.hits, start=1)
         ],

@@ -118,6 +118,12 @@ class BuildProgressOut(BaseModel):
     total: int = Field(description="passages the build will have committed when it ends")
 
 
+class MatchOut(BaseModel):
+    start: int = Field(description="where the word starts in the hit's `text` (characters)")
+    end: int = Field(description="where it ends")
+    term: str = Field(description="the BM25 term it matched (a stem of a query word)")
+
+
 class HitOut(BaseModel):
     rank: int
     doc_id: str
@@ -130,6 +136,9 @@ class HitOut(BaseModel):
     rerank_score: float | None = Field(description="the cross-encoder's score; null when not reranked")
     metadata: dict[str, Any]
     source: str = Field(description="the file the document was read from")
+    matches: list[MatchOut] = Field(
+        description="the words of `text` the query matches as BM25 matches them (stop words left out, "
+        "stems compared: 'opens' matches 'open'), whatever mode ran; empty when none do")
 
 
 class TimingsOut(BaseModel):

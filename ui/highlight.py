@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass
 
-from indexer import bm25_terms
+from search.matches import TermMatch, find_matches, query_terms  # noqa: F401  (re-exported)
 
 _MD_ESCAPE = {ch: "\\" + ch for ch in string.punctuation}
 # reST inline markup, as docutils recognises it: the start-string follows a space or an opening
@@ -45,28 +44,6 @@ HEADING_SEPARATOR = " · "
 # Bold coloured text: a background chip adds padding that reads as extra spaces.
 HIGHLIGHT = ":orange[**{}**]"
 ELLIPSIS = "…"
-
-
-@dataclass(frozen=True)
-class TermMatch:
-    """One occurrence in the text: `text[start:end]` is a word whose BM25 stem is `term`."""
-
-    start: int
-    end: int
-    term: str
-
-
-def query_terms(query: str) -> list[str]:
-    """The BM25 terms of the query (stems of its non-stop words), in query order, no repeats."""
-    return list(dict.fromkeys(term for _, _, term in bm25_terms(query)))
-
-
-def find_matches(text: str, terms: list[str]) -> list[TermMatch]:
-    """Every word of `text` whose BM25 stem is one of `terms` (so "open" marks "opens", "opened")."""
-    wanted = set(terms)
-    if not wanted:
-        return []
-    return [TermMatch(start, end, term) for start, end, term in bm25_terms(text) if term in wanted]
 
 
 def best_window(text: str, matches: list[TermMatch], width: int) -> tuple[int, int]:

@@ -532,3 +532,19 @@ def test_docs_load_nothing_from_outside_the_server(client):
         for asset in assets:
             assert not asset.startswith(("http://", "https://", "//")), f"{page} loads {asset}"
             assert client.get(asset).status_code == 200, asset
+
+
+def test_each_hit_names_the_words_the_query_matched(client):
+    from indexer import bm25_terms
+    from search.matches import query_terms
+
+    query = "Bread dough rises"
+    body = client.post("/search", json={"q": query, "k": 5, "mode": "hybrid"}).json()
+    wanted = set(query_terms(query))
+    assert any(hit["matches"] for hit in body["hits"]), body["hits"]
+    for hit in body["hits"]:
+        for match in hit["matches"]:
+            word = hit["text"][match["start"]:match["end"]]
+            assert match["term"] in wanted and [t for _, _, t in bm25_terms(word)] == [match["term"]], (word, match)
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["HitOut"]
+    assert "matches" in schema["required"]
