@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("query")
     parser.add_argument("--index", type=Path, required=True)
     parser.add_argument("-k", type=int, default=SCREEN_K, help=f"documents to show (default {SCREEN_K})")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="documents of the ranking to skip first: the next page is --offset K")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="retriever: embeddings, exact terms, or both fused (default: hybrid)")
     parser.add_argument("--fusion", choices=FUSIONS, default=None,
@@ -48,13 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         choice = resolve_reranker(args.rerank, args.rerank_model)
         searcher = Searcher(args.index, db_url=args.db, reranker=choice.load() if choice.enabled else None,
                             rerank_by_default=choice.enabled)
-        params = SearchParams(k=args.k, mode=args.mode, candidates=args.candidates, fusion=args.fusion,
+        params = SearchParams(k=args.k, offset=args.offset, mode=args.mode, candidates=args.candidates, fusion=args.fusion,
                               fusion_weight=args.fusion_weight)
         result = searcher.search_detailed(args.query, params)
     except (IndexerError, SearchError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for rank, hit in enumerate(result.hits, start=1):
+    for rank, hit in enumerate(result.hits, start=args.offset + 1):
         if args.json:
             print(json.dumps({"rank": rank, "doc_id": hit.doc_id, "title": hit.title,
                               "score": hit.score, "retriever_score": hit.retriever_score,

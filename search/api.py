@@ -319,7 +319,7 @@ async def search_with(service: Service, request: SearchRequest) -> SearchRespons
     try:
         # keep_tail: a k above `candidates` (which the schema allows) returns k hits, the top
         # `candidates` of them reranked, not a 400.
-        params = SearchParams(k=request.k, mode=request.mode, rerank=request.rerank, candidates=request.candidates,
+        params = SearchParams(k=request.k, offset=request.offset, mode=request.mode, rerank=request.rerank, candidates=request.candidates,
                               fusion=request.fusion, fusion_weight=request.fusion_weight, keep_tail=True)
         searcher.reranks(params)
         result = await _in_thread(service, functools.partial(searcher.search_detailed, request.q, params))
@@ -352,7 +352,7 @@ def search_response(request: SearchRequest, result) -> SearchResponse:
     timings = result.timings
     terms = query_terms(request.q)
     return SearchResponse(
-        query=request.q, k=request.k, mode=result.mode, fallback_reason=result.fallback_reason,
+        query=request.q, k=request.k, offset=request.offset, mode=result.mode, fallback_reason=result.fallback_reason,
         reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
         timings=TimingsOut(
             encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
@@ -366,7 +366,7 @@ def search_response(request: SearchRequest, result) -> SearchResponse:
                 metadata=hit.metadata, source=hit.source,
                 matches=[MatchOut(start=m.start, end=m.end, term=m.term) for m in find_matches(hit.text, terms)],
             )
-            for rank, hit in enumerate(result.hits, start=1)
+            for rank, hit in enumerate(result.hits, start=request.offset + 1)
         ],
     )
 
@@ -463,6 +463,7 @@ def create_app(config: ApiConfig) -> FastAPI:
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS,
                                 description="the query: some words, not only whitespace")],
         k: Annotated[int, Query(ge=1, le=MAX_K)] = DEFAULT_K,
+        offset: Annotated[int, Query(ge=0, le=MAX_K - 1)] = 0,
         mode: Mode | None = None,
         rerank: bool | None = None,
         candidates: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
@@ -472,7 +473,7 @@ def create_app(config: ApiConfig) -> FastAPI:
         """The k best documents for `q`, each with its best passage; the same fields as POST."""
         refuse_unknown_parameters(http)
         return await search_with(service, SearchRequest.model_construct(
-            q=q, k=k, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
+            q=q, k=k, offset=offset, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
             fusion_weight=fusion_weight))
 
     @app.post("/search", response_model=SearchResponse)

@@ -51,6 +51,7 @@ def _whole_number(value: object) -> object:
 # An integer field of a strict request body, as JSON Schema defines integers, from 1 to MAX_K
 # (the bounds inside the type, so that the schema of an optional one keeps them).
 WholeNumber = Annotated[int, Field(ge=1, le=MAX_K), BeforeValidator(_whole_number)]
+Offset = Annotated[int, Field(ge=0, le=MAX_K - 1), BeforeValidator(_whole_number)]
 
 
 class SearchRequest(BaseModel):
@@ -62,6 +63,8 @@ class SearchRequest(BaseModel):
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS,
                    description="the query: some words, not only whitespace")
     k: WholeNumber = Field(DEFAULT_K, description=f"documents to return, 1..{MAX_K}")
+    offset: Offset = Field(0, description=f"documents of the ranking to skip first, 0..{MAX_K - 1} (the next "
+                           f"page: offset=k); a search ranks at most {MAX_K} documents, so a page past them is cut")
     mode: Mode | None = Field(None, description="retriever; default hybrid (dense when the index has no BM25)")
     rerank: bool | None = Field(
         None, description="rescore the top `candidates` with the server's cross-encoder; default: the server's setting"
@@ -151,6 +154,7 @@ class TimingsOut(BaseModel):
 class SearchResponse(BaseModel):
     query: str
     k: int
+    offset: int = Field(description="documents of the ranking skipped before the first hit (its rank is offset + 1)")
     mode: str = Field(description="the mode that ran")
     fallback_reason: str | None = Field(description="why `mode` is not the one asked for, and the fix")
     reranked: int = Field(description="how many candidates the cross-encoder rescored; 0 when it did not run")

@@ -45,7 +45,9 @@ class SearchParams:
     """One search request. Constructing it checks every field, so a bad value fails before
     anything is retrieved, with the same message on every surface.
 
-    `k` documents come back (1..`MAX_K`). `mode` is "dense", "bm25" or "hybrid".
+    `k` documents come back (1..`MAX_K`), after the first `offset` of the same ranking (a
+    next page: `offset=10, k=10` is the ranking's 11th to 20th document); a search ranks at most
+    `MAX_K` documents, so a page reaching past them is cut there. `mode` is "dense", "bm25" or "hybrid".
     `rerank` says whether the searcher's cross-encoder rescores the retriever's top
     `candidates` documents (1..`MAX_K`). `fusion` ("rrf", "minmax", "tmm", "zscore")
     and `fusion_weight` (the dense list's share, 0..1) say how hybrid fuses its two
@@ -56,6 +58,7 @@ class SearchParams:
     """
 
     k: int = DEFAULT_K
+    offset: int = 0
     mode: str | None = None
     rerank: bool | None = None
     candidates: int | None = None
@@ -65,6 +68,11 @@ class SearchParams:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", check_count("k", self.k))
+        if isinstance(self.offset, bool) or not isinstance(self.offset, numbers.Integral):
+            raise TypeError(f"offset must be a whole number from 0, not {self.offset!r}.")
+        if not 0 <= self.offset < MAX_K:
+            raise ValueError(f"offset ({self.offset}) must lie between 0 and {MAX_K - 1}: a search ranks "
+                             f"at most {MAX_K} documents.")
         if self.mode is not None:
             check_mode(self.mode)
         if self.rerank is not None and not isinstance(self.rerank, bool):

@@ -22,7 +22,7 @@ from search.errors import EmptyQueryError, NoRerankerError
 from search.fusion import Fusion
 from search.hits import Hit, SearchResult, StageTimings
 from search.model_load import MODEL_LOADING, ModelLoad
-from search.params import SearchParams
+from search.params import MAX_K, SearchParams
 from search.rerank import Reranker
 from search.retrieve import (
     HybridRetriever,
@@ -215,13 +215,14 @@ class Searcher:
         if not isinstance(query, str):
             raise TypeError(f"query must be a string, not {type(query).__name__}.")
         params = self.params(params, **fields)
-        k = params.k
+        k = min(params.offset + params.k, MAX_K)  # a page is cut from the top offset + k: raising either only appends
         candidates = self.config.rerank_candidates if params.candidates is None else params.candidates
         fused_by = self.config.fusion_for(params.fusion, params.fusion_weight)
         reranker = self.reranker if self.reranks(params) else None
         if reranker is not None and k > candidates and not params.keep_tail:
             raise ValueError(
-                f"k ({k}) is greater than candidates ({candidates}); raise candidates or lower k."
+                f"{'k' if not params.offset else 'offset + k'} ({k}) is greater than candidates "
+                f"({candidates}); raise candidates or lower k."
             )
         text = query.strip()
         if not text:
@@ -248,7 +249,7 @@ class Searcher:
             rerank_s = time.perf_counter() - started
             reranked = len(head)
         return SearchResult(
-            hits=hits[:k],
+            hits=hits[params.offset:k],
             mode=choice.mode,
             reranked=reranked,
             timings=StageTimings(encode_s=request.encode_s, retrieve_s=retrieve_s, rerank_s=rerank_s),

@@ -548,3 +548,12 @@ def test_each_hit_names_the_words_the_query_matched(client):
             assert match["term"] in wanted and [t for _, _, t in bm25_terms(word)] == [match["term"]], (word, match)
     schema = client.get("/openapi.json").json()["components"]["schemas"]["HitOut"]
     assert "matches" in schema["required"]
+
+
+def test_offset_gives_the_next_page_of_the_same_ranking(client):
+    whole = client.get("/search", params={"q": "bread", "k": 5, "mode": "dense"}).json()["hits"]
+    page = client.post("/search", json={"q": "bread", "k": 2, "offset": 2, "mode": "dense"}).json()
+    assert page["offset"] == 2 and [h["doc_id"] for h in page["hits"]] == [h["doc_id"] for h in whole[2:4]]
+    assert [h["rank"] for h in page["hits"]] == [3, 4]
+    assert_error(client.get("/search", params={"q": "bread", "offset": -1}), 422, "query.offset")
+    assert client.post("/search", json={"q": "bread", "k": 1000, "offset": 999}).status_code == 200

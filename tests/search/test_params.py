@@ -60,3 +60,15 @@ def test_the_rerank_rule_asked_else_the_searchers_default(tiny_index, tiny_cross
     assert given.search_detailed("bread", k=3, rerank=False).reranked == 0
     with pytest.raises(ValueError, match="rerank_by_default=True needs a reranker"):
         Searcher(tiny_index, rerank_by_default=True)
+
+
+def test_offset_pages_through_one_ranking(tiny_index):
+    searcher = Searcher(tiny_index)
+    whole = searcher.search("bread dough", k=5, mode="dense")
+    assert searcher.search("bread dough", k=2, offset=2, mode="dense") == whole[2:4]
+    assert searcher.search("bread dough", k=10, offset=4, mode="dense") == whole[4:]
+    assert searcher.search("bread dough", k=3, offset=999, mode="dense") == [], "a page past the ranking is empty"
+    with pytest.raises(ValueError, match=r"offset \(1000\) must lie between 0 and 999"):
+        SearchParams(offset=MAX_K)
+    with pytest.raises(TypeError, match="offset must be a whole number"):
+        SearchParams(offset=1.5)
