@@ -64,6 +64,9 @@ from search.api_models import (
     HitOut,
     MatchOut,
     Mode,
+    SearchBatchRequest,
+    SearchBatchResponse,
+    SearchFields,
     SearchRequest,
     SearchResponse,
     SimilarityRequest,
@@ -314,15 +317,22 @@ def stats_of(service: Service) -> StatsResponse:
     )
 
 
-async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
+def params_of(request: SearchFields) -> SearchParams:
+    """The `SearchParams` of a request's fields. keep_tail: a k above `candidates` (which the schema
+    allows) returns k hits, the top `candidates` of them reranked, not a 400."""
+    return SearchParams(k=request.k, offset=request.offset, mode=request.mode, rerank=request.rerank,
+                        candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
+                        keep_tail=True)
+
+
+async def answer(service: Service, search: Callable[[Searcher, SearchParams], Any], request: SearchFields) -> Any:
+    """Run `search(searcher, params)` in a worker thread, turning what it raises into the API's
+    errors; what it returned, with fallback reasons redacted."""
     searcher = service.searcher()
     try:
-        # keep_tail: a k above `candidates` (which the schema allows) returns k hits, the top
-        # `candidates` of them reranked, not a 400.
-        params = SearchParams(k=request.k, offset=request.offset, mode=request.mode, rerank=request.rerank, candidates=request.candidates,
-                              fusion=request.fusion, fusion_weight=request.fusion_weight, keep_tail=True)
+        params = params_of(request)
         searcher.reranks(params)
-        result = await _in_thread(service, functools.partial(searcher.search_detailed, request.q, params))
+        found = await _in_thread(service, functools.partial(search, searcher, params))
     except NoRerankerError as err:
         raise ApiError(400, "no_reranker", (
             "rerank=true needs a reranker, and this server has none. Start it with "
@@ -330,12 +340,27 @@ async def search_with(service: Service, request: SearchRequest) -> SearchRespons
     except IndexerError as err:  # before ValueError: IndexMismatchError is both
         service.failed(searcher, err)
         raise service.unavailable(err) from err
-    except (ValueError, TypeError) as err:  # the Searcher's own checks: empty query, k > candidates
+    except (ValueError, TypeError) as err:  # the Searcher's own checks
         raise ApiError(400, "bad_request", service.public(str(err))) from err
     service.answered()
-    if result.fallback_reason is not None:
-        result = dataclasses.replace(result, fallback_reason=service.public(result.fallback_reason))
-    return search_response(request, result)
+    return found
+
+
+def public_result(service: Service, result):
+    if result.fallback_reason is None:
+        return result
+    return dataclasses.replace(result, fallback_reason=service.public(result.fallback_reason))
+
+
+async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
+    result = await answer(service, lambda searcher, params: searcher.search_detailed(request.q, params), request)
+    return search_response(request.q, request, public_result(service, result))
+
+
+async def search_batch_with(service: Service, request: SearchBatchRequest) -> SearchBatchResponse:
+    results = await answer(service, lambda searcher, params: searcher.search_batch(request.queries, params), request)
+    return SearchBatchResponse(results=[search_response(query, request, public_result(service, result))
+                                        for query, result in zip(request.queries, results, strict=True)])
 
 
 def refuse_unknown_parameters(http: Request) -> None:
@@ -348,11 +373,11 @@ def refuse_unknown_parameters(http: Request) -> None:
              "input": http.query_params[name]} for name in unknown])
 
 
-def search_response(request: SearchRequest, result) -> SearchResponse:
+def search_response(query: str, request: SearchFields, result) -> SearchResponse:
     timings = result.timings
-    terms = query_terms(request.q)
+    terms = query_terms(query)
     return SearchResponse(
-        query=request.q, k=request.k, offset=request.offset, mode=result.mode, fallback_reason=result.fallback_reason,
+        query=query, k=request.k, offset=request.offset, mode=result.mode, fallback_reason=result.fallback_reason,
         reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
         timings=TimingsOut(
             encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
@@ -480,6 +505,12 @@ def create_app(config: ApiConfig) -> FastAPI:
     async def search_post(request: SearchRequest) -> SearchResponse:
         """The k best documents for `q`, each with its best passage, the mode that ran and timings."""
         return await search_with(service, request)
+
+    @app.post("/search/batch", response_model=SearchBatchResponse)
+    async def search_batch(request: SearchBatchRequest) -> SearchBatchResponse:
+        """Up to MAX_BATCH_QUERIES queries with the same fields, encoded in one batch: one answer
+        each, as POST /search gives it."""
+        return await search_batch_with(service, request)
 
     @app.post("/similarity", response_model=SimilarityResponse)
     async def similarity(request: Annotated[SimilarityRequest, Body()]) -> SimilarityResponse:

@@ -18,12 +18,20 @@ from search.params import DEFAULT_K, MAX_K
 
 # A query or sentence longer than this is refused (422); the model reads 256 tokens of it anyway.
 MAX_QUERY_CHARS = 2000
-# A query must hold something besides whitespace (JSON Schema's patterns match anywhere).
-HAS_WORDS = r"\S"
-# Every request body, counted as it streams in (413 above it): 100 sentences of 600 characters fit.
-MAX_BODY_BYTES = 64 * 1024
+# A query must hold something besides whitespace (JSON Schema's patterns match anywhere): a
+# character that is whitespace to none of Python (which also counts \x1c-\x1f and \x85), JSON
+# Schema's ECMA regex (which also counts \ufeff) or the validator, so that no query the schema
+# accepts is one the searcher finds empty.
+HAS_WORDS = r"[^\s\x1c-\x1f\x85\ufeff]"
 # Sentences in each list of a similarity request (422 above it), so a matrix is at most 100 x 100.
 MAX_SIMILARITY_SENTENCES = 100
+# Queries in one POST /search/batch (422 above it): encoded together, then searched one by one.
+MAX_BATCH_QUERIES = 64
+# Every request body, counted as it streams in (413 above it): the largest body the schema allows,
+# two full similarity lists with every character written as a JSON escaped surrogate pair (12
+# bytes), plus room for the other fields. So a body is refused by its size only when no schema
+# could accept it, never one the schema accepts.
+MAX_BODY_BYTES = 2 * MAX_SIMILARITY_SENTENCES * MAX_QUERY_CHARS * 12 + 64 * 1024
 # The path and query string of a request (414 above it): a GET /search of the longest query,
 # percent-encoded (3 bytes a character at most), with every other field, fits.
 MAX_URL_BYTES = 8 * 1024
@@ -54,14 +62,16 @@ WholeNumber = Annotated[int, Field(ge=1, le=MAX_K), BeforeValidator(_whole_numbe
 Offset = Annotated[int, Field(ge=0, le=MAX_K - 1), BeforeValidator(_whole_number)]
 
 
-class SearchRequest(BaseModel):
-    """POST /search. Strict: `"k": "5"`, `"k": 2.5` or `"rerank": "yes"` is a 422, not silently
-    converted; `"k": 5.0` is the integer 5, as JSON Schema reads it."""
+QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS)]
+
+
+class SearchFields(BaseModel):
+    """What a search asks besides its query, as `search.SearchParams` takes it. Strict: `"k": "5"`,
+    `"k": 2.5` or `"rerank": "yes"` is a 422, not silently converted; `"k": 5.0` is the integer 5,
+    as JSON Schema reads it."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS,
-                   description="the query: some words, not only whitespace")
     k: WholeNumber = Field(DEFAULT_K, description=f"documents to return, 1..{MAX_K}")
     offset: Offset = Field(0, description=f"documents of the ranking to skip first, 0..{MAX_K - 1} (the next "
                            f"page: offset=k); a search ranks at most {MAX_K} documents, so a page past them is cut")
@@ -80,6 +90,19 @@ class SearchRequest(BaseModel):
         None, ge=0.0, le=1.0, allow_inf_nan=False,
         description="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)",
     )
+
+
+class SearchRequest(SearchFields):
+    """POST /search."""
+
+    q: QueryText = Field(description="the query: some words, not only whitespace")
+
+
+class SearchBatchRequest(SearchFields):
+    """POST /search/batch: several queries with the same fields, encoded in one batch."""
+
+    queries: list[QueryText] = Field(min_length=1, max_length=MAX_BATCH_QUERIES,
+                                     description=f"1..{MAX_BATCH_QUERIES} queries, each as `q` of /search")
 
 
 class SimilarityPair(BaseModel):
@@ -161,6 +184,10 @@ class SearchResponse(BaseModel):
     build_id: str = Field(description="the committed build that answered")
     timings: TimingsOut
     hits: list[HitOut]
+
+
+class SearchBatchResponse(BaseModel):
+    results: list[SearchResponse] = Field(description="one answer per query, in the order asked")
 
 
 class StatsResponse(BaseModel):

@@ -64,6 +64,14 @@ class Query:
         self.encode_s = 0.0
         self._embedding: np.ndarray | None = None
 
+    @classmethod
+    def encoded(cls, text: str, model, embedding: np.ndarray, encode_s: float) -> Query:
+        """A query whose embedding was computed already (in a batch with others)."""
+        query = cls(text, model)
+        warn_if_truncated(text, model)
+        query._embedding, query.encode_s = embedding, encode_s
+        return query
+
     @property
     def embedding(self) -> np.ndarray:
         """The unit-normalised query embedding, shape (1, dim)."""

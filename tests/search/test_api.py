@@ -207,15 +207,17 @@ def test_malformed_json_is_a_422(client):
     assert body["error"] == "invalid_request"
 
 
-@pytest.mark.parametrize("query", ["   ", "\n\t", ""])
+@pytest.mark.parametrize("query", ["   ", "\n\t", "", "\x1e", "\ufeff"])
 def test_an_empty_or_whitespace_query_is_a_422_as_its_schema_says(client, query):
-    """The schema declares a query with words (`pattern: \\S`), so an empty and a blank query
-    get one status, the one the schema predicts."""
+    """The schema declares a query with words (a `pattern` of one non-whitespace character), so an
+    empty and a blank query get one status, the one the schema predicts."""
     where = "at least 1 character" if not query else "should hold some words, not only whitespace"
     assert_error(client.get("/search", params={"q": query}), 422, "query.q", where)
     assert_error(client.post("/search", json={"q": query}), 422, "body.q", where)
     schema = client.get("/openapi.json").json()["components"]["schemas"]["SearchRequest"]["properties"]["q"]
-    assert schema["pattern"] == "\\S" and schema["minLength"] == 1
+    from search.api_models import HAS_WORDS
+
+    assert schema["pattern"] == HAS_WORDS and schema["minLength"] == 1
 
 
 def test_times_in_answers_carry_their_zone(client):
@@ -557,3 +559,19 @@ def test_offset_gives_the_next_page_of_the_same_ranking(client):
     assert [h["rank"] for h in page["hits"]] == [3, 4]
     assert_error(client.get("/search", params={"q": "bread", "offset": -1}), 422, "query.offset")
     assert client.post("/search", json={"q": "bread", "k": 1000, "offset": 999}).status_code == 200
+
+
+def test_a_batch_answers_each_query_as_search_does(client):
+    from search.api_models import MAX_BATCH_QUERIES
+
+    queries = ["bread dough", "volcano eruption", CODE_QUERY]
+    body = client.post("/search/batch", json={"queries": queries, "k": 3, "mode": "dense"}).json()
+    assert [r["query"] for r in body["results"]] == queries
+    for query, result in zip(queries, body["results"], strict=True):
+        alone = client.post("/search", json={"q": query, "k": 3, "mode": "dense"}).json()
+        assert [h["doc_id"] for h in result["hits"]] == [h["doc_id"] for h in alone["hits"]]
+        assert [h["score"] for h in result["hits"]] == pytest.approx([h["score"] for h in alone["hits"]], abs=1e-5)
+    assert_error(client.post("/search/batch", json={"queries": ["x"] * (MAX_BATCH_QUERIES + 1)}), 422,
+                 "body.queries", f"at most {MAX_BATCH_QUERIES} items")
+    assert_error(client.post("/search/batch", json={"queries": ["ok", "  "]}), 422, "body.queries.1")
+    assert_error(client.post("/search/batch", json={"queries": []}), 422, "body.queries")

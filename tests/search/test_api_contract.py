@@ -30,9 +30,9 @@ def api_schema(tmp_path_factory, tiny_model_dir, tiny_cross_encoder):
     return schemathesis.openapi.from_asgi("/openapi.json", app)
 
 
-OPERATIONS = ["GET /health", "GET /stats", "GET /search", "POST /search", "POST /similarity"]
+OPERATIONS = ["GET /health", "GET /stats", "GET /search", "POST /search", "POST /search/batch", "POST /similarity"]
 # Operations with inputs, so that a request the schema forbids can be made.
-WITH_INPUTS = ["GET /search", "POST /search", "POST /similarity"]
+WITH_INPUTS = ["GET /search", "POST /search", "POST /search/batch", "POST /similarity"]
 
 
 def test_the_schema_lists_the_operations_tested_here(api_schema):

@@ -444,3 +444,19 @@ def test_a_search_that_a_rebuild_overtakes_answers_from_the_new_build(tiny_index
     hits = searcher.search("garden", k=10, mode="dense")
     assert len(hits) == everything and len(checks) >= 2
     searcher.close()
+
+
+def test_a_batch_answers_each_query_as_search_detailed_does(tiny_index):
+    searcher = Searcher(tiny_index)
+    queries = ["bread dough", "volcano", "stock markets fell"]
+    for mode in ("dense", "bm25", "hybrid"):
+        batch = searcher.search_batch(queries, k=3, mode=mode)
+        for query, result in zip(queries, batch, strict=True):
+            alone = searcher.search_detailed(query, k=3, mode=mode)
+            assert [h.doc_id for h in result.hits] == [h.doc_id for h in alone.hits]
+            assert [h.score for h in result.hits] == pytest.approx([h.score for h in alone.hits], abs=1e-5)
+    assert all(r.timings.encode_s == 0 for r in searcher.search_batch(queries, mode="bm25")), "BM25 never encodes"
+    with pytest.raises(EmptyQueryError, match=r"Query queries\[1\] is empty"):
+        searcher.search_batch(["fine", " "])
+    with pytest.raises(TypeError, match="not one string"):
+        searcher.search_batch("one string")
