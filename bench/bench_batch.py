@@ -11,7 +11,6 @@ the median of the repeats. Every batched answer is checked against the one-by-on
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -22,20 +21,12 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bench.bench_indexing import write_subset  # noqa: E402
 from bench.record import markdown_table, record  # noqa: E402
-from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries  # noqa: E402
+from data.beir import load_beir_qrels, load_beir_queries  # noqa: E402
 from data.paths import shared_data_dir  # noqa: E402
 from indexer import IndexConfig, build_index  # noqa: E402
 from search import Searcher, SearchParams  # noqa: E402
-
-
-def write_subset(beir_dir: Path, n_docs: int, out: Path) -> Path:
-    with out.open("w", encoding="utf-8") as fh:
-        for i, doc in enumerate(iter_beir_corpus(beir_dir)):
-            if i >= n_docs:
-                break
-            fh.write(json.dumps({"id": doc["_id"], "title": doc["title"], "text": doc["text"]}) + "\n")
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
