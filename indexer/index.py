@@ -39,8 +39,12 @@ from indexer.store import sql_store
 from indexer.store.bm25_store import BM25Store
 from indexer.store.document_map import DocumentMap
 from indexer.store.faiss_store import VectorStore
+from indexer.store.field_index import FieldSummary
+from indexer.store.filter_matches import FilterMatches
 from indexer.store.integrity import damaged, verified_bm25, verified_vectors
 from indexer.store.manifest import Manifest, read_manifest, write_manifest
+from indexer.store.metadata_filter import RESERVED_FIELDS, Filter
+from indexer.store.passage_subset import PassageSubset
 from indexer.store.records import (
     BuildMeta,
     CommitResult,
@@ -118,6 +122,7 @@ class Index:
         self._checksums: bool | None = None  # whether the passages carry text checksums; read once
         self._snapshot: IndexSnapshot | None = None
         self._document_map: DocumentMap | None = None
+        self._matches = FilterMatches()
         self._lock = threading.RLock()
         self._explicit_db: str | None = None
 
@@ -423,6 +428,7 @@ class Index:
                 self._engine = sql_store.make_engine(self.db_url)
                 self._store_file = identity
                 self._document_map = None
+                self._matches = FilterMatches()
                 self._checksums = None
         current = self._current_build_id()
         snap = self._snapshot
@@ -479,6 +485,40 @@ class Index:
                     known = known.extended(conn)
                 self._document_map = known
         return known.lookup(passage_ids)
+
+    def matching_passages(self, flt: Filter, snapshot: IndexSnapshot | None = None) -> PassageSubset:
+        """The live passages of `snapshot` (default: the loaded build) whose document satisfies the
+        metadata filter `flt`; computed once per filter and build, then cached."""
+        snap = snapshot or self.snapshot()
+        with self._lock, self._read() as conn:
+            known = self._current_document_map(conn, snap)
+            return self._matches.subset(conn, flt, snap.build_id, snap.info.vector_file, known,
+                                        snap.vectors.deleted)
+
+    def metadata_fields(self, limit: int = 200) -> list[tuple[str, int]]:
+        """(field, documents that have it) of the metadata fields the index holds, most common
+        first, after the three every document has (`_id`, `_path`, `_type`)."""
+        snap = self.snapshot()
+        with self._read() as conn:
+            found = sql_store.metadata_keys(conn, limit)
+        everyone = snap.info.documents
+        return [("_type", everyone), ("_path", everyone), ("_id", everyone)] + [f for f in found if f[0] not in RESERVED_FIELDS]
+
+    def field_summary(self, field: str) -> FieldSummary:
+        """What one field holds in the loaded build: its common values and numeric range."""
+        snap = self.snapshot()
+        with self._lock, self._read() as conn:
+            known = self._current_document_map(conn, snap)
+            return self._matches.summary(conn, field, snap.build_id, snap.info.vector_file, known, snap.vectors.deleted)
+
+    def _current_document_map(self, conn: Connection, snap: IndexSnapshot) -> DocumentMap:
+        known = self._document_map
+        if known is None or known.base != snap.info.vector_file:
+            known = DocumentMap.load(conn, snap.info.vector_file)
+        else:
+            known = known.extended(conn)
+        self._document_map = known
+        return known
 
     def passages(self, passage_ids: Sequence[int]) -> dict[int, PassageRecord]:
         if not len(passage_ids):

@@ -1,5 +1,6 @@
 """Query time: dense, BM25 and hybrid retrieval, reranking, and the similarity API."""
 
+from indexer.store.metadata_filter import FilterError
 from search.config import SearchConfig
 from search.errors import (
     EmptyQueryError,
@@ -22,6 +23,7 @@ __all__ = [
     "MODES",
     "CrossEncoderReranker",
     "EmptyQueryError",
+    "FilterError",
     "Hit",
     "IndexNotFoundError",
     "IndexStats",

@@ -1,5 +1,9 @@
-"""CLI: `python -m search "query" --index DIR [-k 5] [--mode dense|bm25|hybrid]
-[--fusion rrf|minmax|tmm|zscore] [--fusion-weight W] [--rerank | --no-rerank] [--rerank-model PATH] [--candidates N]`.
+"""CLI: `python -m search "query" --index DIR [-k 5] [--offset N] [--mode dense|bm25|hybrid]
+[--filter JSON] [--fusion rrf|minmax|tmm|zscore] [--fusion-weight W] [--rerank | --no-rerank]
+[--rerank-model PATH] [--candidates N]`.
+
+`--filter '{"tag": "billing", "year": {"$gte": 2025}}'` keeps only documents whose metadata
+matches, before ranking (the shape: `indexer.store.metadata_filter`, docs/search.md).
 
 Reranking uses --rerank-model, else the reranker shipped in models/reranker; without
 --rerank or --no-rerank it is on when a model is named or the shipped one is on by default
@@ -31,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="documents of the ranking to skip first: the next page is --offset K")
     parser.add_argument("--mode", choices=MODES, default=None,
                         help="retriever: embeddings, exact terms, or both fused (default: hybrid)")
+    parser.add_argument("--filter", default=None, metavar="JSON",
+                        help='metadata filter applied before ranking, e.g. \'{"tag": "billing", "year": {"$gte": 2025}}\'; '
+                        "fields are metadata keys plus _id, _path and _type")
     parser.add_argument("--fusion", choices=FUSIONS, default=None,
                         help="how hybrid fuses dense and BM25: reciprocal rank, or a convex combination of "
                         "min-max, theoretical min-max or z-score normalised scores (default: SearchConfig's)")
@@ -51,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         searcher = Searcher(args.index, db_url=args.db, reranker=choice.load() if choice.enabled else None,
                             rerank_by_default=choice.enabled)
         params = SearchParams(k=args.k, offset=args.offset, mode=args.mode, candidates=args.candidates, fusion=args.fusion,
-                              fusion_weight=args.fusion_weight)
+                              fusion_weight=args.fusion_weight, filter=args.filter)
         result = searcher.search_detailed(args.query, params)
     except (IndexerError, SearchError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

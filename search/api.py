@@ -73,6 +73,7 @@ from search.api_models import (
     SimilarityResponse,
     StatsResponse,
     TimingsOut,
+    filter_components,
 )
 from search.errors import NoRerankerError
 from search.matches import find_matches, query_terms
@@ -322,7 +323,7 @@ def params_of(request: SearchFields) -> SearchParams:
     allows) returns k hits, the top `candidates` of them reranked, not a 400."""
     return SearchParams(k=request.k, offset=request.offset, mode=request.mode, rerank=request.rerank,
                         candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
-                        keep_tail=True)
+                        filter=request.filter, keep_tail=True)
 
 
 async def answer(service: Service, search: Callable[[Searcher, SearchParams], Any], request: SearchFields) -> Any:
@@ -366,11 +367,12 @@ async def search_batch_with(service: Service, request: SearchBatchRequest) -> Se
 def refuse_unknown_parameters(http: Request) -> None:
     """A query parameter GET /search does not know is a 422, as an unknown field of POST is:
     a misspelt `mdoe=bm25` must not silently search in the default mode."""
-    unknown = sorted(set(http.query_params) - set(SearchRequest.model_fields))
+    unknown = sorted(set(http.query_params) - set(SearchRequest.model_fields) | ({"filter"} & set(http.query_params)))
     if unknown:
         raise RequestValidationError([
-            {"type": "extra_forbidden", "loc": ("query", name), "msg": "Extra inputs are not permitted",
-             "input": http.query_params[name]} for name in unknown])
+            {"type": "extra_forbidden", "loc": ("query", name), "input": http.query_params[name],
+             "msg": "A filter is a JSON object: send it in the body of POST /search" if name == "filter"
+             else "Extra inputs are not permitted"} for name in unknown])
 
 
 def search_response(query: str, request: SearchFields, result) -> SearchResponse:
@@ -457,6 +459,14 @@ def _new_app(service: Service, config: ApiConfig) -> FastAPI:
         },
     )
     app.state.service = service
+    generate = app.openapi
+
+    def openapi() -> dict:
+        schema = generate()  # FastAPI's, cached on the app; the filter's recursive schema joins it
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(filter_components())
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
     if config.cors_origins:  # off by default: a browser page elsewhere may not read the answers
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],

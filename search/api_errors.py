@@ -76,7 +76,7 @@ def _validation_body(exc: RequestValidationError) -> dict[str, Any]:
             msg += f" (got {_shown_input(err['input'])})"
         items.append({"loc": loc, "msg": msg})
     detail = "; ".join(f"{item['loc']}: {item['msg']}" for item in items) or "Invalid request."
-    return error_body("invalid_request", detail + ". See /docs for every field and its range.", items)
+    return error_body("invalid_request", detail.rstrip(".") + ". See /docs for every field and its range.", items)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -11,8 +11,18 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+)
 
+from indexer.store import metadata_filter
 from search.fusion import FUSIONS
 from search.params import DEFAULT_K, MAX_K
 
@@ -65,6 +75,22 @@ Offset = Annotated[int, Field(ge=0, le=MAX_K - 1), BeforeValidator(_whole_number
 QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS)]
 
 
+def _checked_filter(value: dict[str, Any]) -> dict[str, Any]:
+    metadata_filter.parse_filter(value)  # a FilterError (a ValueError) is a 422 naming the fix
+    return value
+
+
+# The filter's schema is recursive, so it is published once as components (`filter_components`)
+# and referred to from here; `metadata_filter.json_schema` states what `parse_filter` accepts.
+FILTER_REF = "#/components/schemas/MetadataFilter"
+MetadataFilterJson = Annotated[dict[str, Any], WithJsonSchema({"$ref": FILTER_REF}), AfterValidator(_checked_filter)]
+
+
+def filter_components() -> dict[str, dict[str, Any]]:
+    """The OpenAPI components a `MetadataFilterJson` refers to."""
+    return metadata_filter.json_schema(FILTER_REF, "#/components/schemas/FieldCondition")
+
+
 class SearchFields(BaseModel):
     """What a search asks besides its query, as `search.SearchParams` takes it. Strict: `"k": "5"`,
     `"k": 2.5` or `"rerank": "yes"` is a 422, not silently converted; `"k": 5.0` is the integer 5,
@@ -90,6 +116,9 @@ class SearchFields(BaseModel):
         None, ge=0.0, le=1.0, allow_inf_nan=False,
         description="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)",
     )
+    filter: MetadataFilterJson | None = Field(
+        None, description='keep only documents whose metadata matches, before ranking: {"tag": "billing", '
+        '"year": {"$gte": 2025}}; k hits come back whenever k documents match (POST only)')
 
 
 class SearchRequest(SearchFields):

@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -56,6 +57,9 @@ class EvalConfig:
     rerank_config: RerankConfig | None = None
     fusion: str | None = None
     fusion_weight: float | None = None
+    # A metadata filter (`SearchParams.filter`): every query searches only the documents it
+    # matches, and is judged against the relevant documents among them.
+    filter: dict[str, Any] | str | None = None
 
     def __post_init__(self) -> None:
         if self.depth < 100:
@@ -68,7 +72,7 @@ class EvalConfig:
         """What every query asks: the top `depth`, in `mode`, fused as asked; whether to rerank is
         the searcher's (`evaluate` gives it a reranker only when `resolve_reranker` says so)."""
         return SearchParams(k=self.depth, mode=self.mode, candidates=self.candidates, fusion=self.fusion,
-                            fusion_weight=self.fusion_weight)
+                            fusion_weight=self.fusion_weight, filter=self.filter)
 
     @property
     def rerank_candidates(self) -> int:
@@ -102,7 +106,22 @@ def evaluate(config: EvalConfig) -> dict[str, float]:
     reranker = choice.load() if choice.enabled else None
     searcher = Searcher(config.index_dir, model=config.model, db_url=config.db_url, reranker=reranker,
                         rerank_by_default=choice.enabled)
-    return evaluate_searcher(searcher, queries, qrels, config.search_params(), show_progress=config.show_progress)
+    params = config.search_params()
+    if params.filter is not None:
+        qrels = within_filter(searcher, qrels, params)
+    return evaluate_searcher(searcher, queries, qrels, params, show_progress=config.show_progress)
+
+
+def within_filter(searcher: Searcher, qrels: dict[str, dict[str, int]], params: SearchParams) -> dict[str, dict[str, int]]:
+    """The judgements of documents the filter keeps, for the queries that still have a relevant one:
+    a filtered search cannot find the others, and counting them would measure the filter."""
+    subset = searcher.index.matching_passages(params.filter)  # type: ignore[arg-type]
+    kept = {record.doc_id for record in searcher.index.passages(subset.ids().tolist()).values()}
+    judged = {qid: {doc: grade for doc, grade in docs.items() if doc in kept} for qid, docs in qrels.items()}
+    judged = {qid: docs for qid, docs in judged.items() if any(grade > 0 for grade in docs.values())}
+    if not judged:
+        raise ValueError("No judged query has a relevant document that the filter keeps; loosen the filter.")
+    return judged
 
 
 def evaluate_searcher(
@@ -182,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="CrossEncoder folder to rerank with (turns reranking on; 'none' for none)")
     parser.add_argument("--candidates", type=int, default=None,
                         help="documents reranked per query (default 50; the rest of the top 100 keep their order)")
+    parser.add_argument("--filter", default=None, metavar="JSON",
+                        help="metadata filter: search only the documents it matches, judged on those")
     parser.add_argument("--build", action="store_true", help="build or update the index from the BEIR corpus first")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
@@ -201,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             candidates=args.candidates,
             fusion=args.fusion,
             fusion_weight=args.fusion_weight,
+            filter=args.filter,
         )
         metrics = evaluate(config)
     except (IndexerError, SearchError, ValueError, OSError) as err:

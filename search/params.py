@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
+from indexer.store.metadata_filter import Filter, parse_filter
 from search.fusion import check_fusion, check_fusion_weight
 
 MODES = ("dense", "bm25", "hybrid")
@@ -55,6 +57,11 @@ class SearchParams:
     the top `candidates` of the top k and the rest follow in the retriever's order,
     so k may exceed `candidates` (how the evaluation ranks 100 documents while
     reranking 50); without it, a reranked k above `candidates` is refused.
+
+    `filter` keeps only documents whose metadata it matches, before ranking, in every mode: a
+    mapping in the shape `indexer.store.metadata_filter` documents (`{"tag": "billing",
+    "year": {"$gte": 2025}}`) or its JSON text; it is parsed here, so a bad one raises a
+    `FilterError` (a ValueError) naming the fix. k hits come back whenever k documents match.
     """
 
     k: int = DEFAULT_K
@@ -65,8 +72,10 @@ class SearchParams:
     fusion: str | None = None
     fusion_weight: float | None = None
     keep_tail: bool = False
+    filter: Filter | dict[str, Any] | str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "filter", parse_filter(self.filter))
         object.__setattr__(self, "k", check_count("k", self.k))
         if isinstance(self.offset, bool) or not isinstance(self.offset, numbers.Integral):
             raise TypeError(f"offset must be a whole number from 0, not {self.offset!r}.")

@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from indexer.embedding import encode_query
+from indexer.store.passage_subset import PassageSubset
 from search.config import check_mode
 from search.errors import IndexUnreadableError, QueryTruncatedWarning
 from search.fusion import Fusion
@@ -40,13 +41,14 @@ class VectorIndex(Protocol):
     @property
     def ntotal(self) -> int: ...
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def search(self, queries: np.ndarray, k: int, within: PassageSubset | None = None
+               ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class LexicalIndex(Protocol):
     """What BM25 retrieval needs of a build's BM25 store (`IndexSnapshot.bm25`)."""
 
-    def search(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def search(self, query: str, n: int, within: PassageSubset | None = None) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class Query:
@@ -84,8 +86,9 @@ class Query:
 
 
 class Retriever(Protocol):
-    def retrieve(self, query: Query, n: int) -> list[Candidate]:
-        """The n best passages for `query`, best first."""
+    def retrieve(self, query: Query, n: int, within: PassageSubset | None = None) -> list[Candidate]:
+        """The n best passages for `query`, best first; only passages of `within` (a metadata
+        filter's subset) when given, ranked as they rank among all."""
         ...
 
 
@@ -106,10 +109,11 @@ class DenseRetriever:
     def __init__(self, vectors: VectorIndex) -> None:
         self.vectors = vectors
 
-    def retrieve(self, query: Query, n: int) -> list[Candidate]:
-        if self.vectors.ntotal == 0 or n < 1:
+    def retrieve(self, query: Query, n: int, within: PassageSubset | None = None) -> list[Candidate]:
+        if self.vectors.ntotal == 0 or n < 1 or (within is not None and within.count == 0):
             return []
-        scores, ids = self.vectors.search(query.embedding, n)
+        scores, ids = self.vectors.search(query.embedding, n, within) if within is not None else \
+            self.vectors.search(query.embedding, n)
         return [
             Candidate(int(pid), float(score))
             for score, pid in zip(scores[0], ids[0], strict=True)
@@ -127,8 +131,10 @@ class BM25Retriever:
     def __init__(self, bm25: LexicalIndex) -> None:
         self.bm25 = bm25
 
-    def retrieve(self, query: Query, n: int) -> list[Candidate]:
-        scores, ids = self.bm25.search(query.text, n)
+    def retrieve(self, query: Query, n: int, within: PassageSubset | None = None) -> list[Candidate]:
+        if within is not None and within.count == 0:
+            return []
+        scores, ids = self.bm25.search(query.text, n, within) if within is not None else self.bm25.search(query.text, n)
         return [Candidate(int(pid), float(score)) for score, pid in zip(scores, ids, strict=True)]
 
 
@@ -155,9 +161,9 @@ class HybridRetriever:
         """The same two retrievers fused another way (for one search that names its own fusion)."""
         return self if fusion == self.fusion else HybridRetriever(self.dense, self.bm25, fusion)
 
-    def retrieve(self, query: Query, n: int) -> list[Candidate]:
-        dense = [(c.passage_id, c.score) for c in self.dense.retrieve(query, n)]
-        lexical = [(c.passage_id, c.score) for c in self.bm25.retrieve(query, n)]
+    def retrieve(self, query: Query, n: int, within: PassageSubset | None = None) -> list[Candidate]:
+        dense = [(c.passage_id, c.score) for c in self.dense.retrieve(query, n, within)]
+        lexical = [(c.passage_id, c.score) for c in self.bm25.retrieve(query, n, within)]
         return [Candidate(pid, score) for pid, score in self.fusion.fuse(dense, lexical)[:n]]
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from indexer.embedding import encode_texts
 from indexer.index import Index, IndexStats
 from indexer.model_spec import ModelSpec
+from indexer.store.passage_subset import PassageSubset
+from indexer.store.records import IndexSnapshot
 from search.config import SearchConfig
 from search.document_ranking import rank_in_rounds
 from search.errors import EmptyQueryError, NoRerankerError
@@ -51,6 +53,7 @@ class LoadedBuild:
     passages: int
     stats: IndexStats
     bm25_problem: str | None = None
+    snapshot: IndexSnapshot | None = None  # what a filter's matching passages are computed on
 
 
 def _query_text(query: object, name: str) -> str:
@@ -127,6 +130,7 @@ class Searcher:
             passages=snapshot.vectors.ntotal,
             stats=stats,
             bm25_problem=snapshot.bm25_problem,
+            snapshot=snapshot,
         )
 
     @property
@@ -262,14 +266,17 @@ class Searcher:
         started = time.perf_counter()
         request = prepared if prepared is not None and model is not None else Query(text, model)
         depth = (max(k, candidates) if params.keep_tail else candidates) if reranker is not None else k
-        hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by)
-        if len(hits) < min(depth, loaded.stats.documents) and self.config.auto_refresh and self.refresh():
+        within = self._within(loaded, params)
+        hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by, within)
+        expected = loaded.stats.documents if within is None else within.documents
+        if len(hits) < min(depth, expected) and self.config.auto_refresh and self.refresh():
             # A build committed while this search read, and its rows replaced passages the loaded
             # build still named (a rebuild replaces all): answer from the new build instead.
             loaded, choice = self._choose(params.mode)
             if choice.mode != "bm25" and request.model is None:
                 request = Query(text, self.model)
-            hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by)
+            within = self._within(loaded, params)
+            hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by, within)
         retrieve_s = time.perf_counter() - started - request.encode_s
         reranked, rerank_s = 0, 0.0
         if reranker is not None and hits:
@@ -301,19 +308,27 @@ class Searcher:
             logger.warning("%s", choice.fallback_reason)
         return loaded, choice
 
-    def _retrieve_hits(self, loaded: LoadedBuild, mode: str, query: Query, k: int, fused_by: Fusion) -> list[Hit]:
+    def _within(self, loaded: LoadedBuild, params: SearchParams) -> PassageSubset | None:
+        """The passages of the loaded build that the search's filter matches; None without one."""
+        if params.filter is None:
+            return None
+        return self.index.matching_passages(params.filter, loaded.snapshot)  # type: ignore[arg-type]
+
+    def _retrieve_hits(self, loaded: LoadedBuild, mode: str, query: Query, k: int, fused_by: Fusion,
+                       within: PassageSubset | None = None) -> list[Hit]:
         """The first k documents of this query's one document ranking (`rank_in_rounds`: fetched at
-        depths that never depend on k, so a larger k only appends), each a hit on its best passage."""
+        depths that never depend on k, so a larger k only appends), each a hit on its best passage;
+        only documents of `within` (a filter's passages) when given."""
         retriever = loaded.retrievers[mode]
         if isinstance(retriever, HybridRetriever):
             retriever = retriever.with_fusion(fused_by)
         second_passage_weight = self.config.second_passage_for(mode, fused_by.method)
         chosen = rank_in_rounds(
-            lambda n: retriever.retrieve(query, n),
+            lambda n: retriever.retrieve(query, n, within),
             self.index.document_ids,
             k,
             self.config.fusion_depth,
-            loaded.passages,
+            loaded.passages if within is None else min(loaded.passages, within.count),
             second_passage_weight,
             self.config.one_hit_per_document,
         )

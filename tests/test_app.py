@@ -128,7 +128,7 @@ def test_search_page_shows_stats_and_ranks_the_right_document_first(
 
     at.number_input(key="k").set_value(2).run()
     assert result_titles(at)[:1] == ["pasta"] and len(result_titles(at)) == 2
-    assert [e.label for e in at.expander] == ["Full passage and scores"] * 2
+    assert [e.label for e in at.expander if e.label != "Filter"] == ["Full passage and scores"] * 2
     assert at.query_params["k"] == "2"  # kept in the link, and restored from it if forgotten
     at.number_input(key="k").set_value(5).run()
     assert "k" not in at.query_params, "the default stays out of the link"
@@ -481,7 +481,7 @@ def test_hybrid_offers_fusion_method_and_weight(demo_index: Path, monkeypatch: p
     assert not at.exception
     assert at.slider(key="fusion_weight").value == SearchConfig().fusion_for("minmax").weight
     at.radio(key="mode").set_value("dense").run()
-    assert not at.selectbox, "fusion only applies to hybrid"
+    assert [s.key for s in at.selectbox] == ["filter_field"], "fusion only applies to hybrid"
 
 
 def test_the_fusion_choice_survives_runs_that_do_not_draw_its_widgets(
@@ -710,3 +710,39 @@ def test_a_build_growing_the_index_is_shown_with_how_far_it_has_got(private_inde
     progress.write_text(json.dumps({"done": 48, "total": 1200, "pid": 2**22 + 12345}))  # no such process
     at = run_app({"q": "open a file"})
     assert not any("Building:" in info.value for info in at.info)
+
+
+def test_a_filter_on_a_field_the_index_holds_keeps_only_its_documents(demo_index: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app()
+    fields = at.selectbox(key="filter_field")
+    assert fields.options[:4] == ["(no filter)", "_type (the file's extension)", "_path (the file it was read from)",
+                                  "_id (the document's id)"]
+    at.text_input(key="query").input("how long do I boil noodles").run()
+    assert result_titles(at)[0] == "pasta"
+    at.selectbox(key="filter_field").set_value("_id").run()
+    at.multiselect(key="filter_values__id").set_value(["jupiter.txt", "football.txt"]).run()
+    assert not at.exception
+    assert sorted(result_titles(at)) == ["football", "jupiter"]
+    assert any('"_id": {"$in": ["jupiter.txt", "football.txt"]}' in c.value for c in at.code)
+    at.selectbox(key="filter_field").set_value("").run()
+    assert result_titles(at)[0] == "pasta" and len(result_titles(at)) == 4
+
+
+def test_next_and_previous_pages_show_the_same_ranking_in_slices(demo_index: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app({"q": "how long do I boil noodles"})
+    at.number_input(key="k").set_value(4).run()
+    whole = result_titles(at)
+    at.number_input(key="k").set_value(2).run()
+    assert result_titles(at) == whole[:2] and at.button(key="page_previous").disabled
+    at.button(key="page_next").click().run()
+    assert result_titles(at) == whole[2:4]
+    assert any(m.value.startswith("**3. ") for m in at.main.markdown)  # ranks count on across pages
+    at.button(key="page_previous").click().run()
+    assert result_titles(at) == whole[:2]
+    at.button(key="page_next").click().run()
+    at.text_input(key="query").input("planets and moons").run()
+    assert at.button(key="page_previous").disabled  # a new search starts at its first page

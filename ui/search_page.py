@@ -3,6 +3,7 @@ background build's progress while the index fills."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -24,8 +25,9 @@ from search import (
     similarity_matrix,
 )
 from search.fusion import FUSIONS
-from search.params import SCREEN_K, SearchParams
+from search.params import MAX_K, SCREEN_K, SearchParams
 from ui.background_build import BackgroundBuild, BuildStatus
+from ui.filters import filter_controls
 from ui.highlight import escape_markdown, escape_name, passage_markdown, snippet_markdown
 from ui.resources import (
     DEFAULT_INDEX,
@@ -55,6 +57,8 @@ MODEL_POLL_SECONDS = 1.0
 EXAMPLE_QUERY = "how do I open a file"
 # The hybrid's (method, dense share) as last chosen, kept where Streamlit does not forget it.
 FUSION_CHOICE = "fusion_choice"
+# The page of the ranking shown (0 first), and the search it is a page of: another search starts at 0.
+PAGE, PAGE_OF = "results_page", "results_page_of"
 
 
 def build_status_message(status: BuildStatus) -> str:
@@ -208,6 +212,7 @@ def query_controls(searcher: Searcher, choice) -> None:
     )
     if st.session_state.mode == "hybrid":
         fusion_controls(searcher, options[0])
+    st.session_state["metadata_filter"] = filter_controls(searcher, st)
     if searcher.reranker is not None:
         if "rerank" not in st.session_state:
             st.session_state.rerank = searcher.rerank_by_default
@@ -237,6 +242,16 @@ def show_results(searcher: Searcher, query: str, result, stats) -> None:
             "The index holds no documents yet. Add some under **Add documents** in the sidebar."
         )
         return
+    if not result.hits and st.session_state.get(PAGE, 0):
+        st.info("No more documents match: this page is past the last one.")
+        page_buttons(0, st.session_state[PAGE] * int(st.session_state.k) + 1, stats.documents)
+        return
+    if not result.hits and st.session_state.get("metadata_filter"):
+        shown = f"`{json.dumps(st.session_state.metadata_filter)}`"
+        st.info((f"No document that matches the filter {shown} shares a word with the query."
+                 if result.mode == "bm25" else f"No document matches the filter {shown}.")
+                + " Widen or remove it under **Filter**.")
+        return
     if not result.hits:
         st.info(
             "No passage contains any of the query's words (BM25 matches words exactly, ignoring "
@@ -253,8 +268,28 @@ def show_results(searcher: Searcher, query: str, result, stats) -> None:
             st.warning(weak)
     else:
         rerun_when_model_loads(searcher)
-    for rank, (hit, match) in enumerate(zip(result.hits, matches, strict=True), start=1):
+    first = st.session_state.get(PAGE, 0) * int(st.session_state.k) + 1
+    for rank, (hit, match) in enumerate(zip(result.hits, matches, strict=True), start=first):
         show_hit(rank, hit, query, result.mode, match)
+    page_buttons(len(result.hits), first, stats.documents)
+
+
+def page_buttons(shown: int, first: int, documents: int) -> None:
+    """Previous and next pages of the same ranking (`SearchParams.offset`); a search ranks at most
+    MAX_K documents, and a page that comes back short is the last."""
+    k = int(st.session_state.k)
+    page = st.session_state.get(PAGE, 0)
+    more = shown == k and first - 1 + k < min(MAX_K, documents)
+    if page == 0 and not more:
+        return
+
+    def turn(step: int) -> None:
+        st.session_state[PAGE] = max(0, page + step)
+
+    left, middle, right = st.columns([1, 2, 1])
+    left.button("← Previous", key="page_previous", disabled=page == 0, on_click=turn, args=(-1,))
+    middle.caption(f"Documents {first}–{first + shown - 1}")
+    right.button("Next →", key="page_next", disabled=not more, on_click=turn, args=(1,))
 
 
 @st.fragment(run_every=MODEL_POLL_SECONDS)
@@ -322,12 +357,19 @@ def asked_params(searcher: Searcher) -> SearchParams:
     rule for an index without BM25 applies (it runs dense and says why); the page shows its reason."""
     state = st.session_state
     hybrid = state.mode == "hybrid"
+    k = int(state.k)
+    asked = (state.query, state.mode, k, json.dumps(state.get("metadata_filter"), sort_keys=True),
+             state.get("fusion") if hybrid else None, state.get("fusion_weight") if hybrid else None)
+    if state.get(PAGE_OF) != asked:  # another search starts at its first page
+        state[PAGE_OF], state[PAGE] = asked, 0
     return SearchParams(
-        k=int(state.k),
+        k=k,
+        offset=min(state.get(PAGE, 0) * k, MAX_K - 1),
         mode=None if state.mode == DEFAULT_MODE else state.mode,
         rerank=bool(state.rerank) if searcher.reranker is not None else None,
         fusion=state.get("fusion") if hybrid else None,
         fusion_weight=state.get("fusion_weight") if hybrid else None,
+        filter=state.get("metadata_filter"),
     )
 
 

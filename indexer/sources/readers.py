@@ -248,7 +248,8 @@ def read_text_file(
     yield Document(doc_id=label, title=text_title(content_name(path), text), text=text, source=label)
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """How a JSON value's type reads in a message: "a boolean", "null", "a list", "an object", ..."""
     if isinstance(value, bool):
         return "a boolean"
     if value is None:
@@ -280,7 +281,7 @@ def _record_id(row: dict[str, Any], label: str, line_no: int) -> tuple[str | Non
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     example = shown if isinstance(raw, bool | float) else "doc-1"
     return None, (
-        f"'{key}' is {_json_kind(raw)} ({shown}); an id must be a string or an integer: "
+        f"'{key}' is {json_kind(raw)} ({shown}); an id must be a string or an integer: "
         f'write it as a string, e.g. "{key}": "{example}", or leave \'{key}\' out to name '
         "the record by its line"
     )
@@ -308,7 +309,7 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
         body = row.get("text")
         if body is not None and not isinstance(body, str):
             on_issue(
-                InputIssue(label, line_no, f"'text' is {_json_kind(body)}; it must be a string")
+                InputIssue(label, line_no, f"'text' is {json_kind(body)}; it must be a string")
             )
             continue
         doc_id, problem = _record_id(row, label, line_no)
@@ -322,7 +323,7 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
             continue
         title = row.get("title")
         if title is not None and (isinstance(title, bool) or not isinstance(title, str | int | float)):
-            on_issue(InputIssue(label, line_no, f"'title' is {_json_kind(title)}; it must be a string",
+            on_issue(InputIssue(label, line_no, f"'title' is {json_kind(title)}; it must be a string",
                                 doc_id=doc_id))
             continue
         title = "" if title is None else str(title)

@@ -451,3 +451,55 @@ def describe(plan: VectorIndexPlan, calibration: Calibration | None) -> str:
         return f"{name} ({setting}recall@{calibration.k} {calibration.recall:.3f})"
     return (f"{name} ({setting}recall@10 {calibration.recall_at_10:.3f}, "
             f"@{calibration.k} {calibration.recall:.3f})")
+
+
+# --- filtered search -------------------------------------------------------------------------
+#
+# A filter keeps a share s of the vectors (`indexer.store.passage_subset`). A selector alone
+# keeps exact search exact, but an approximate index then finds fewer matches per probe: an IVF
+# that scans nprobe lists meets about s x (its unfiltered candidates) matching ones, and HNSW's
+# walk reaches fewer. So a filtered search widens its parameter by 1/s (`filtered_params`): the
+# matching vectors it scores stay about as many as an unfiltered search scores, while the cost
+# of skipping the others is one bitmap test each. For an IVF the widened nprobe reaches nlist
+# when s <= nprobe / nlist (0.4% for IVF4096 at nprobe 16): every list is scanned, which is an
+# exact search of the matching subset. HNSW's walk degrades sooner (it must pass through
+# non-matching nodes), so below HNSW_EXACT_SHARE the matching vectors are scored exactly
+# instead (`exact_within`). Both switch points are chosen in bench/bench_filters.py.
+HNSW_EXACT_SHARE = 0.02
+MAX_FILTERED_EF = 4096
+
+
+def filtered_params(index: faiss.Index, param: str | None, value: int | None, selector: faiss.IDSelector,
+                    share: float) -> faiss.SearchParameters:
+    """Search parameters that keep only `selector`'s ids, widened for a filter keeping `share`."""
+    share = min(1.0, max(share, 1e-9))
+    if param == "nprobe":
+        ivf = _ivf(index)
+        nlist = ivf.nlist if ivf is not None else 1
+        nprobe = value if value is not None else (ivf.nprobe if ivf is not None else 1)
+        return faiss.SearchParametersIVF(sel=selector, nprobe=min(nlist, math.ceil(nprobe / share)))
+    if param == "efSearch":
+        ef = value if value is not None else 16
+        return faiss.SearchParametersHNSW(sel=selector, efSearch=min(MAX_FILTERED_EF, math.ceil(ef / share)))
+    return faiss.SearchParameters(sel=selector)
+
+
+def exact_within(index: faiss.Index, queries: np.ndarray, k: int, contains) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, ids) of the k best stored vectors whose id `contains` accepts (a function from an
+    id array to a bool array), scored exactly; for an `IndexIDMap2` (flat or HNSW)."""
+    owner, wrapped = index, faiss.downcast_index(index)  # noqa: F841 -- the wrapper does not own it
+    ids = faiss.vector_to_array(wrapped.id_map).astype(np.int64)
+    positions = np.flatnonzero(contains(ids))
+    width = max(1, k)
+    scores = np.full((len(queries), width), -np.inf, dtype=np.float32)
+    found = np.full((len(queries), width), -1, dtype=np.int64)
+    if not len(positions):
+        return scores, found
+    vectors = faiss.downcast_index(wrapped.index).reconstruct_batch(positions)
+    sims = queries @ vectors.T
+    take = min(width, len(positions))
+    for row in range(len(queries)):
+        top = np.argpartition(-sims[row], take - 1)[:take] if take < len(positions) else np.arange(len(positions))
+        order = top[np.lexsort((ids[positions[top]], -sims[row, top]))]
+        scores[row, :take], found[row, :take] = sims[row, order], ids[positions[order]]
+    return scores, found

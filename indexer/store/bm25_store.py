@@ -222,6 +222,12 @@ class BM25Store:
     def ids(self) -> np.ndarray:
         return self._ids.copy()
 
+    def ids_view(self) -> np.ndarray:
+        """The row -> passage id array itself, read-only (no copy, for per-search masks)."""
+        view = self._ids.view()
+        view.flags.writeable = False
+        return view
+
     def _tokenize(self, texts: list[str], return_ids: bool):
         with self._stemmer_lock:
             return bm25s.tokenize(

@@ -17,6 +17,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from indexer.store.passage_subset import PassageSubset
+
 logger = logging.getLogger(__name__)
 
 # Below this many queries a search runs single-threaded (see `VectorStore.search`).
@@ -125,10 +127,11 @@ class VectorStore:
 
         return remove_ids(self._index, ids)
 
-    def search(self, queries: np.ndarray, k: int,
-               exclude: faiss.IDSelector | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, k: int, exclude: faiss.IDSelector | None = None,
+               within: PassageSubset | None = None, share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """(scores, ids), each (n_queries, k); missing slots have id -1. `exclude` selects the
-        ids to leave out (deleted passages: see `indexer.store.segments`).
+        ids to leave out (deleted passages: see `indexer.store.segments`). `within` keeps only
+        the passages of a metadata filter instead, `share` of all (`ann.filtered_params`).
 
         A handful of queries runs on one OpenMP thread: the FAISS wiki notes
         that thread start-up dominates small batches, and on a busy machine
@@ -138,7 +141,15 @@ class VectorStore:
         if queries.ndim == 1:
             queries = queries[None, :]
         k = max(1, min(k, self.ntotal)) if self.ntotal else 1
-        params = self._params(exclude)
+        if within is not None:
+            from indexer.store import ann
+
+            name, value = self.search_param or (ann.search_param(self._index), None)
+            if name == "efSearch" and share < ann.HNSW_EXACT_SHARE:
+                return ann.exact_within(self._index, queries, k, within.contains)
+            params = ann.filtered_params(self._index, name, value, within.selector(), share)
+        else:
+            params = self._params(exclude)
         if len(queries) >= _PARALLEL_MIN_QUERIES or gpu_count() > 0:
             return self._index.search(queries, k, params=params)
         previous = faiss.omp_get_max_threads()

@@ -13,6 +13,7 @@ import hashlib
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from indexer.sources.documents import MAX_ID_CHARS
@@ -39,7 +40,11 @@ class DocumentRow(Base):
     source: Mapped[str] = mapped_column(Text, default="")
     text: Mapped[str] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(String(64))
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    # JSONB on PostgreSQL, with a GIN index (`sql_store.create_schema`), so containment and key
+    # queries on metadata (`metadata @> '{"tag": "billing"}'`) use an index; JSON text on SQLite,
+    # read with its JSON functions.
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON().with_variant(JSONB(), "postgresql"),
+                                                 default=dict)
     indexed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
     passages: Mapped[list[PassageRow]] = relationship(

@@ -31,6 +31,7 @@ import numpy as np
 
 from indexer.store.bm25_store import BM25Store
 from indexer.store.faiss_store import VectorStore
+from indexer.store.passage_subset import PassageSubset
 
 
 @dataclass(frozen=True)
@@ -179,14 +180,20 @@ class SegmentedVectors:
                 return store.faiss_index.reconstruct(int(passage_id))
         raise KeyError(f"no vector for passage {passage_id}")
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids), each (n_queries, k), over every segment, deleted ids left out."""
-        if not self.deltas and self._exclude is None:
+    def search(self, queries: np.ndarray, k: int, within: PassageSubset | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (n_queries, k), over every segment, deleted ids left out; only the
+        passages of `within` (a metadata filter's, deleted ones already out of it) when given."""
+        if within is None and not self.deltas and self._exclude is None:
             return self.base.search(queries, k)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if queries.ndim == 1:
             queries = queries[None, :]
-        found = [s.search(queries, k, exclude=self._exclude) for s in (self.base, *self.deltas) if s.ntotal]
+        if within is not None:
+            share = within.count / max(1, self.ntotal)
+            found = [s.search(queries, k, within=within, share=share)
+                     for s in (self.base, *self.deltas) if s.ntotal]
+        else:
+            found = [s.search(queries, k, exclude=self._exclude) for s in (self.base, *self.deltas) if s.ntotal]
         width = max(1, min(k, self.ntotal))
         scores = np.full((len(queries), width), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), width), -1, dtype=np.int64)
@@ -220,10 +227,15 @@ class SegmentedBM25:
         stored = np.concatenate(self.stored_ids())
         return stored[~np.isin(stored, self.deleted)] if len(self.deleted) else stored
 
-    def search(self, query: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, ids) of at most n passages over every segment, best first, deleted left out."""
+    def search(self, query: str, n: int, within: PassageSubset | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of at most n passages over every segment, best first, deleted left out;
+        only the passages of `within` when given. Scores are those of the whole collection (a
+        filter does not change a term's idf)."""
+        stores = [self.base, *self.deltas]
+        if within is not None:
+            found = [s.search(query, n, exclude=~within.contains(s.ids_view())) for s in stores]
+            return _merge_top([f[0] for f in found], [f[1] for f in found], n)
         if not self.deltas and self._masks[0] is None:
             return self.base.search(query, n)
-        found = [s.search(query, n, exclude=mask)
-                 for s, mask in zip([self.base, *self.deltas], self._masks, strict=True)]
+        found = [s.search(query, n, exclude=mask) for s, mask in zip(stores, self._masks, strict=True)]
         return _merge_top([f[0] for f in found], [f[1] for f in found], n)

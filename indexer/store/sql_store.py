@@ -15,7 +15,9 @@ On PostgreSQL a build holds a transaction-level advisory lock instead.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +26,7 @@ import numpy as np
 from sqlalchemy import (
     Connection,
     Engine,
+    Text,
     create_engine,
     delete,
     event,
@@ -55,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Connection", "DatabaseError", "Engine", "OperationalError", "ProgrammingError", "Session",
     "all_passage_ids", "clear_rows", "count_documents", "count_passages", "create_schema",
-    "default_db_url", "delete_documents", "drop_schema", "has_text_checksums", "insert_documents", "is_locked_error",
+    "default_db_url", "delete_documents", "document_field_rows", "document_ids_after", "metadata_keys", "drop_schema", "has_text_checksums", "insert_documents", "is_locked_error",
     "is_sqlite", "lock_database", "make_engine", "open_session", "passage_checksum_blocks", "passage_details",
     "passage_documents", "passage_text_blocks", "passage_texts", "read_build_id", "read_info",
     "restore_document", "schema_state", "set_aside_if_damaged", "set_text_hashes", "shown_url",
@@ -67,6 +70,8 @@ SQLITE_LOCK_WAIT_S = 2.0
 logger = logging.getLogger(__name__)
 
 _ID_CHUNK = 30_000  # bound the parameters of one IN (...) clause
+# Metadata keys that a JSON path names safely in both databases (`document_field_rows`).
+_PLAIN_KEY = re.compile(r"[^\x00-\x1f\"\\]+")
 
 
 def default_db_url(index_dir: Path) -> str:
@@ -171,6 +176,20 @@ def create_schema(conn: Connection) -> None:
         conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN layout JSON"))
     if not has_text_checksums(conn):  # passages of this format from before checksums
         conn.execute(text(f"ALTER TABLE {PassageRow.__tablename__} ADD COLUMN text_hash VARCHAR(16)"))
+    if conn.dialect.name == "postgresql":
+        _metadata_as_jsonb(conn)
+
+
+def _metadata_as_jsonb(conn: Connection) -> None:
+    """PostgreSQL: documents' metadata as JSONB with a GIN index (a table written before filters
+    held JSON: converted in place, no rebuild)."""
+    documents = DocumentRow.__tablename__
+    kind = conn.execute(text(
+        "SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = :table AND column_name = 'metadata'"), {"table": documents}).scalar()
+    if kind == "json":
+        conn.execute(text(f"ALTER TABLE {documents} ALTER COLUMN metadata TYPE jsonb USING metadata::jsonb"))
+    conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{documents}_metadata ON {documents} USING gin (metadata)"))
 
 
 def has_text_checksums(conn: Connection) -> bool:
@@ -249,6 +268,60 @@ def passage_documents(conn: Connection, after: int, limit: int) -> np.ndarray:
         .order_by(PassageRow.id).limit(limit)
     ).all()
     return np.asarray(rows, dtype=np.int64).reshape(len(rows), 2)
+
+
+def document_ids_after(conn: Connection, after: int) -> np.ndarray:
+    """The row ids of the documents with an id above `after`, ascending (int64)."""
+    ids = conn.execute(select(DocumentRow.id).where(DocumentRow.id > after).order_by(DocumentRow.id)).scalars().all()
+    return np.asarray(ids, dtype=np.int64)
+
+
+def document_field_rows(conn: Connection, field: str, after: int, limit: int,
+                        upto: int | None = None) -> list[tuple[int, bool, Any]]:
+    """(document row id, whether the field is present, its value) of the first `limit` documents
+    with an id above `after` (and at most `upto`), by id. `field` is a top-level metadata key, or "_id" (the document's
+    id) or "_path" (its source file). Values come decoded from JSON: str, int, float, bool, None,
+    list or dict. The database's own JSON functions pick the field out (SQLite's json_type and
+    ->, PostgreSQL's jsonb_typeof and ->), so no document's whole metadata is read."""
+    if field in ("_id", "_path"):
+        column = DocumentRow.doc_key if field == "_id" else DocumentRow.source
+        rows = conn.execute(select(DocumentRow.id, column).where(*_id_range(after, upto))
+                            .order_by(DocumentRow.id).limit(limit)).all()
+        return [(int(row_id), True, value) for row_id, value in rows]
+    if not _PLAIN_KEY.fullmatch(field):  # quotes, backslashes, NUL: read each document's metadata
+        rows = conn.execute(select(DocumentRow.id, DocumentRow.meta).where(*_id_range(after, upto))
+                            .order_by(DocumentRow.id).limit(limit)).all()
+        return [(int(row_id), isinstance(meta, dict) and field in meta,
+                 meta.get(field) if isinstance(meta, dict) else None) for row_id, meta in rows]
+    if conn.dialect.name == "sqlite":
+        path = '$."' + field + '"'
+        kind, value = func.json_type(DocumentRow.meta, path), DocumentRow.meta.op("->", return_type=Text())(path)
+    else:
+        value = DocumentRow.meta.op("->")(field)
+        kind = func.jsonb_typeof(value)
+    rows = conn.execute(select(DocumentRow.id, kind, value).where(*_id_range(after, upto))
+                        .order_by(DocumentRow.id).limit(limit)).all()
+    decode = conn.dialect.name == "sqlite"
+    return [(int(row_id), found is not None,
+             (json.loads(raw) if decode and raw is not None else raw) if found is not None else None)
+            for row_id, found, raw in rows]
+
+
+def metadata_keys(conn: Connection, limit: int = 200) -> list[tuple[str, int]]:
+    """(key, documents that have it) of the top-level metadata keys, the most common first, at
+    most `limit`: what a filter can name (json_each on SQLite, jsonb_object_keys on PostgreSQL)."""
+    table = DocumentRow.__tablename__
+    if conn.dialect.name == "sqlite":
+        query = (f"SELECT j.key, count(*) AS n FROM {table}, json_each({table}.metadata) AS j "
+                 "WHERE json_type(" + table + ".metadata) = 'object' GROUP BY j.key ORDER BY n DESC, j.key LIMIT :limit")
+    else:
+        query = (f"SELECT k, count(*) AS n FROM {table}, jsonb_object_keys(CASE WHEN jsonb_typeof(metadata) = "
+                 "'object' THEN metadata ELSE '{}'::jsonb END) AS k GROUP BY k ORDER BY n DESC, k LIMIT :limit")
+    return [(str(key), int(n)) for key, n in conn.execute(text(query), {"limit": limit})]
+
+
+def _id_range(after: int, upto: int | None) -> list[Any]:
+    return [DocumentRow.id > after] + ([DocumentRow.id <= upto] if upto is not None else [])
 
 
 # --- what a build reads and writes, in its session ----------------------------------------------

@@ -184,3 +184,73 @@ def test_a_rebuild_on_postgres_is_served_whole_until_it_commits(tmp_path, tiny_m
 
     assert build_index(replace(cfg, rebuild=True)).commits == 1
     assert seen == [(build_id, 30)]
+
+
+def test_filters_on_postgres_read_jsonb_fields_with_a_gin_index(tmp_path, tiny_model, pg_schema_url):
+    """The filter columns come from PostgreSQL's JSONB functions, and agree with the plain-Python
+    reading of every filter; users' own containment queries use the GIN index."""
+    import json
+    import random
+
+    from indexer.store import sql_store
+    from indexer.store.metadata_filter import parse_filter
+    from tests.indexer.store.filter_reference import matches, random_filter, random_metadata
+
+    rng = random.Random(5)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    rows = []
+    for i in range(60):
+        meta = random_metadata(rng)
+        if i % 10 == 0:
+            meta['odd "key"'] = "quoted"
+        rows.append({"id": f"r{i % 3}/{i}", "title": f"row {i}", "text": f"ticket number {i} about printers", **meta})
+    (corpus / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    index_dir = tmp_path / "idx"
+    build_index(IndexConfig(source=corpus, index_dir=index_dir, model=tiny_model, db_url=pg_schema_url,
+                            show_progress=False))
+    searcher = Searcher(index_dir)
+    records = searcher.index.passages(searcher.index.matching_passages(parse_filter({"_id": {"$exists": True}})).ids().tolist())
+    fields = {pid: {**r.metadata, "_id": r.doc_id, "_path": r.source, "_type": "jsonl"} for pid, r in records.items()}
+    assert len(fields) == 60
+    filters = [random_filter(rng, [r["id"] for r in rows]) for _ in range(40)] + [{'odd "key"': "quoted"}]
+    for flt in filters:
+        want = {pid for pid, f in fields.items() if matches(flt, f)}
+        assert set(searcher.index.matching_passages(parse_filter(flt)).ids().tolist()) == want, flt
+    assert {h.doc_id for h in searcher.search("printers", k=10, filter={'odd "key"': "quoted"})} == {
+        f"r{i % 3}/{i}" for i in range(0, 60, 10)}
+    searcher.close()
+    engine = sql_store.make_engine(pg_schema_url)
+    with engine.connect() as conn:
+        kind = conn.execute(text("SELECT data_type FROM information_schema.columns WHERE table_schema = "
+                                 "current_schema() AND table_name = 'semsearch_documents' AND column_name = 'metadata'"))
+        assert kind.scalar() == "jsonb"
+        conn.execute(text("SET enable_seqscan = off"))
+        plan = " ".join(r[0] for r in conn.execute(text(
+            "EXPLAIN SELECT id FROM semsearch_documents WHERE metadata @> '{\"tag\": \"bug\"}'")))
+        assert "ix_semsearch_documents_metadata" in plan, plan
+    engine.dispose()
+
+
+def test_a_json_metadata_column_from_before_filters_becomes_jsonb_in_place(tmp_path, tiny_model, pg_schema_url):
+    from indexer.store import sql_store
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "t.jsonl").write_text('{"id": "a", "text": "some words here", "tag": "x"}\n', encoding="utf-8")
+    config = IndexConfig(source=corpus, index_dir=tmp_path / "idx", model=tiny_model, db_url=pg_schema_url,
+                         show_progress=False)
+    build_index(config)
+    engine = sql_store.make_engine(pg_schema_url)
+    with engine.begin() as conn:  # what an index built before this change holds
+        conn.execute(text("DROP INDEX ix_semsearch_documents_metadata"))
+        conn.execute(text("ALTER TABLE semsearch_documents ALTER COLUMN metadata TYPE json USING metadata::json"))
+    (corpus / "t.jsonl").write_text('{"id": "a", "text": "some words here", "tag": "x"}\n'
+                                    '{"id": "b", "text": "more words here", "tag": "y"}\n', encoding="utf-8")
+    build_index(config)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT pg_typeof(metadata)::text FROM semsearch_documents LIMIT 1")).scalar() == "jsonb"
+    engine.dispose()
+    searcher = Searcher(tmp_path / "idx")
+    assert [h.doc_id for h in searcher.search("words", filter={"tag": "y"})] == ["b"]
+    searcher.close()

@@ -3,6 +3,7 @@ index is built, and rebuilds picked up while requests keep succeeding."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -575,3 +576,30 @@ def test_a_batch_answers_each_query_as_search_does(client):
                  "body.queries", f"at most {MAX_BATCH_QUERIES} items")
     assert_error(client.post("/search/batch", json={"queries": ["ok", "  "]}), 422, "body.queries.1")
     assert_error(client.post("/search/batch", json={"queries": []}), 422, "body.queries")
+
+
+def test_a_filter_keeps_only_matching_documents_in_search_and_batch(client):
+    everything = client.post("/search", json={"q": "bread", "k": 10, "mode": "dense"}).json()["hits"]
+    assert {h["doc_id"] for h in everything} >= {"football.md", "baking.txt"}
+    only_md = client.post("/search", json={"q": "bread", "k": 10, "mode": "dense", "filter": {"_type": "md"}}).json()
+    assert [h["doc_id"] for h in only_md["hits"]] == ["football.md"]
+    not_md = client.post("/search", json={"q": "bread", "k": 10, "filter": {"$not": {"_type": "md"}}}).json()
+    assert "football.md" not in {h["doc_id"] for h in not_md["hits"]} and len(not_md["hits"]) == len(everything) - 1
+    batch = client.post("/search/batch", json={"queries": ["bread", "lava"], "mode": "bm25",
+                                               "filter": {"_id": {"$in": ["baking.txt", "volcano.txt"]}}}).json()
+    assert [[h["doc_id"] for h in r["hits"]] for r in batch["results"]] == [["baking.txt"], ["volcano.txt"]]
+
+
+def test_a_bad_filter_is_a_422_naming_the_fix_and_get_points_to_post(client):
+    body = assert_error(client.post("/search", json={"q": "bread", "filter": {"year": {"$regex": "2"}}}), 422)
+    assert "filter" in json.dumps(body)
+    wrong_date = client.post("/search", json={"q": "bread", "filter": {"d": {"$gt": "last week"}}})
+    assert wrong_date.status_code == 422 and "ISO 8601" in wrong_date.text
+    assert_error(client.get("/search", params={"q": "bread", "filter": '{"_type": "md"}'}), 422)
+    assert "POST /search" in client.get("/search", params={"q": "bread", "filter": "{}"}).text
+
+
+def test_the_schema_publishes_the_filter_shape(client):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert {"MetadataFilter", "FieldCondition"} <= set(schemas)
+    assert schemas["MetadataFilter"]["properties"]["$not"] == {"$ref": "#/components/schemas/MetadataFilter"}

@@ -59,3 +59,13 @@ def test_cli_fusion_flags(tiny_index, capsys):
     with pytest.raises(SystemExit):
         main([*argv, "--fusion", "sum"])
     assert "invalid choice: 'sum'" in capsys.readouterr().err
+
+
+def test_cli_filters_by_metadata_and_names_a_bad_filter(tiny_index, capsys):
+    argv = ["bread", "--index", str(tiny_index), "--json", "--rerank-model", "none"]
+    assert main([*argv, "--filter", '{"_type": "md"}']) == 0
+    assert [json.loads(line)["doc_id"] for line in capsys.readouterr().out.splitlines()] == ["football.md"]
+    assert main([*argv, "--filter", '{"_path": {"$prefix": "ba"}}', "--mode", "bm25"]) == 0
+    assert [json.loads(line)["doc_id"] for line in capsys.readouterr().out.splitlines()] == ["baking.txt"]
+    assert main([*argv, "--filter", "{_type: md}"]) == 2
+    assert "The filter is not valid JSON" in capsys.readouterr().err

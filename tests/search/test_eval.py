@@ -136,3 +136,15 @@ def test_eval_passes_fusion_through(tiny_beir, tmp_path, tiny_model, capsys):
     assert "fusion weight (-0.5) must lie between 0 (BM25 alone) and 1" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"Unknown fusion 'max'\. Valid: rrf, minmax, tmm, zscore"):
         EvalConfig(beir_dir=tiny_beir, index_dir=index, fusion="max")
+
+
+def test_eval_with_a_filter_judges_only_the_documents_it_keeps(tiny_beir, tmp_path, tiny_model, capsys):
+    argv = ["--beir", str(tiny_beir), "--index", str(tmp_path / "idx"), "--model", tiny_model, "--mode", "bm25",
+            "--rerank-model", "none"]
+    assert main([*argv, "--build", "--json"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--json", "--filter", '{"_id": {"$in": ["d1", "d3"]}}']) == 0
+    metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metrics["ndcg@10"] == pytest.approx(1.0) and metrics["queries"] == 1  # q2's d2 is filtered out
+    assert main([*argv, "--filter", '{"_id": "d3"}']) == 2
+    assert "No judged query has a relevant document that the filter keeps" in capsys.readouterr().err

@@ -85,9 +85,9 @@ def test_the_query_is_embedded_once_per_search(split_index, mode: str, encodes: 
     retriever = searcher.retriever(mode)
     original = retriever.retrieve
 
-    def counted(query: Query, n: int):
+    def counted(query: Query, n: int, within=None):
         fetches.append(n)
-        return original(query, n)
+        return original(query, n, within)
 
     retriever.retrieve = counted  # type: ignore[method-assign]
     result = searcher.search_detailed("bread dough and volcanoes", k=5, mode=mode)

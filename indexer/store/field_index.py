@@ -1,0 +1,265 @@
+"""Metadata fields as in-memory columns, and filters (`metadata_filter`) evaluated on them.
+
+Why not evaluate filters in SQL. A new filter must cost a search little: the target is p95 at
+most twice an unfiltered search (issue 29). Measured on 1M documents in SQLite 3.40 on this
+2-core machine, a JSON predicate took 0.41-0.66 s as a table scan, and 0.24 s with an
+expression index when half the rows matched (fetching 500k ids), against 5-150 ms for an
+unfiltered search. So SQL picks each field out of every document once (`sql_store.
+document_field_rows`, with the database's JSON functions), and the columns stay in memory
+while the base build lives, like `DocumentMap`: a filter is then a few vector operations over
+them, about a millisecond per condition at 1M documents. This is the payload index of the
+vector databases (Qdrant, for one), kept beside SQL rather than instead of it.
+
+A column holds, per document, whether the field is present, and its value as entries: one for
+a scalar, one per scalar element for an array (so equality on an array means "any element",
+as in MongoDB). Each entry has a text code (into the column's sorted distinct strings), a
+number (JSON numbers, and text that reads as a decimal number) and a boolean, each or none.
+Columns are built on first use of a field and extended with the documents later commits add
+(row ids only grow). Metadata of a stored row never changes, except by `repair`, which writes
+back what was stored; a base build (a merge or a rebuild) starts new columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from indexer.store import sql_store
+from indexer.store.metadata_filter import All, AnyOf, Condition, Filter, Not, fields_of, is_iso_date
+from indexer.store.sql_store import Connection
+
+_BLOCK = 200_000  # rows per round trip while loading a column
+_NUMBER_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
+
+
+@dataclass(frozen=True)
+class FieldColumn:
+    """One field over the documents of a `FieldIndex` (its `doc_ids`, position by position)."""
+
+    present: np.ndarray  # bool per document
+    row: np.ndarray  # int64: the document position of each entry
+    text: np.ndarray  # int32 code into `texts`, -1 for an entry that is not a string
+    number: np.ndarray  # float64, NaN for an entry that is not a number
+    flag: np.ndarray  # int8: 1 true, 0 false, -1 not a boolean
+    texts: np.ndarray  # the distinct strings, sorted (object array)
+
+    @classmethod
+    def of(cls, values: Sequence[tuple[bool, Any]], first_row: int = 0) -> FieldColumn:
+        """A column over len(values) documents from (present, value) pairs."""
+        present = np.fromiter((p for p, _ in values), dtype=bool, count=len(values))
+        rows: list[int] = []
+        scalars: list[Any] = []
+        for position, (found, value) in enumerate(values):
+            if not found or value is None or isinstance(value, dict):
+                continue
+            for item in value if isinstance(value, list) else (value,):
+                if item is not None and not isinstance(item, (dict, list)):
+                    rows.append(first_row + position)
+                    scalars.append(item)
+        strings = [s if isinstance(s, str) else None for s in scalars]
+        texts = np.array(sorted({s for s in strings if s is not None}), dtype=object)
+        lookup = {s: i for i, s in enumerate(texts.tolist())}
+        text = np.fromiter((lookup[s] if s is not None else -1 for s in strings), dtype=np.int32, count=len(strings))
+        number = np.fromiter((_number(s) for s in scalars), dtype=np.float64, count=len(scalars))
+        flag = np.fromiter((int(s) if isinstance(s, bool) else -1 for s in scalars), dtype=np.int8, count=len(scalars))
+        return cls(present, np.asarray(rows, dtype=np.int64), text, number, flag, texts)
+
+    def extended(self, more: FieldColumn) -> FieldColumn:
+        """This column followed by `more` (whose rows already count from this one's end)."""
+        texts = np.array(sorted(set(self.texts.tolist()) | set(more.texts.tolist())), dtype=object)
+
+        def recode(codes: np.ndarray, old: np.ndarray) -> np.ndarray:
+            if not len(old):
+                return codes
+            mapped = np.searchsorted(texts, old).astype(np.int32) if len(texts) else np.empty(0, np.int32)
+            return np.where(codes >= 0, mapped[np.maximum(codes, 0)], -1).astype(np.int32)
+
+        return FieldColumn(
+            np.concatenate([self.present, more.present]),
+            np.concatenate([self.row, more.row]),
+            np.concatenate([recode(self.text, self.texts), recode(more.text, more.texts)]),
+            np.concatenate([self.number, more.number]),
+            np.concatenate([self.flag, more.flag]),
+            texts,
+        )
+
+    def matches(self, condition: Condition, documents: int) -> np.ndarray:
+        """A bool per document: does its value satisfy `condition`."""
+        if condition.op == "exists":
+            return self.present.copy()
+        hit = np.zeros(documents, dtype=bool)
+        hit[self.row[self._entries(condition)]] = True
+        return hit
+
+    def _entries(self, condition: Condition) -> np.ndarray:
+        op, values = condition.op, condition.values
+        if op in ("eq", "in"):
+            found = np.zeros(len(self.row), dtype=bool)
+            strings = [v for v in values if isinstance(v, str)]
+            numbers = [float(v) for v in values if not isinstance(v, (str, bool))]
+            for flag in {int(v) for v in values if isinstance(v, bool)}:
+                found |= self.flag == flag
+            if strings:
+                found |= np.isin(self.text, self._codes(strings))
+            if numbers:
+                found |= np.isin(self.number, numbers)
+            return found
+        value = values[0]
+        if op == "prefix":
+            low = int(np.searchsorted(self.texts, value, "left"))
+            high = int(np.searchsorted(self.texts, _after_prefix(value), "left"))
+            return (self.text >= low) & (self.text < high)
+        if isinstance(value, str):  # an ISO date: compared with date-like strings, as text
+            return self._date_range(op, value)
+        with np.errstate(invalid="ignore"):
+            return {"gt": np.greater, "gte": np.greater_equal, "lt": np.less, "lte": np.less_equal}[op](
+                self.number, float(value))
+
+    def _codes(self, strings: list[str]) -> np.ndarray:
+        if not len(self.texts):
+            return np.empty(0, dtype=np.int32)
+        at = np.searchsorted(self.texts, np.array(strings, dtype=object))
+        return np.array([i for i, s in zip(at.tolist(), strings, strict=True)
+                         if i < len(self.texts) and self.texts[i] == s], dtype=np.int32)
+
+    def _date_range(self, op: str, bound: str) -> np.ndarray:
+        left = int(np.searchsorted(self.texts, bound, "left"))
+        right = int(np.searchsorted(self.texts, bound, "right"))
+        low, high = {"gt": (right, len(self.texts)), "gte": (left, len(self.texts)),
+                     "lt": (0, left), "lte": (0, right)}[op]
+        dated = np.fromiter((is_iso_date(t) for t in self.texts[low:high].tolist()), dtype=bool, count=high - low)
+        allowed = np.zeros(len(self.texts) + 1, dtype=bool)  # the last slot stands for "not a string"
+        allowed[low:high] = dated
+        return allowed[self.text]
+
+
+@dataclass(frozen=True)
+class FieldSummary:
+    """What one field holds, for a page that offers filters on it."""
+
+    name: str
+    documents: int  # documents that have the field
+    strings: tuple[str, ...]  # its most common string values, most common first
+    distinct_strings: int
+    number_range: tuple[float, float] | None  # the least and greatest number, if any
+    booleans: bool  # whether any value is true/false
+
+
+def summarise(column: FieldColumn, name: str, top: int = 50) -> FieldSummary:
+    strings = column.text[column.text >= 0]
+    counts = np.bincount(strings, minlength=len(column.texts)) if len(strings) else np.zeros(0, int)
+    order = np.argsort(-counts, kind="stable")[:top]
+    numbers = column.number[~np.isnan(column.number)]
+    return FieldSummary(
+        name=name,
+        documents=int(np.count_nonzero(column.present)),
+        strings=tuple(str(column.texts[i]) for i in order.tolist() if counts[i] > 0),
+        distinct_strings=len(column.texts),
+        number_range=(float(numbers.min()), float(numbers.max())) if len(numbers) else None,
+        booleans=bool(np.any(column.flag >= 0)),
+    )
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        return float("nan")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and len(value) < 64 and _NUMBER_TEXT.fullmatch(value):
+        return float(value)
+    return float("nan")
+
+
+def _after_prefix(prefix: str) -> str:
+    """The least string greater than every string that starts with `prefix`."""
+    last = ord(prefix[-1])
+    return prefix[:-1] + chr(last + 1) if last < 0x10FFFF else prefix + "\U0010ffff"
+
+
+class FieldIndex:
+    """Columns of the fields filters have asked for, over every document up to `max_id`.
+
+    Immutable: `with_fields` and `extended` return a new one, so a search holding it keeps a
+    consistent view while another thread extends it.
+    """
+
+    def __init__(self, base: str, doc_ids: np.ndarray, columns: dict[str, FieldColumn]) -> None:
+        self.base = base  # the base build's vector file: a new base starts new columns
+        self.doc_ids = doc_ids
+        self.columns = columns
+        self.max_id = int(doc_ids[-1]) if len(doc_ids) else 0
+
+    @classmethod
+    def empty(cls, base: str) -> FieldIndex:
+        return cls(base, np.empty(0, np.int64), {})
+
+    def extended(self, conn: Connection) -> FieldIndex:
+        """This index plus the documents stored since, every loaded column extended too."""
+        new_ids = sql_store.document_ids_after(conn, self.max_id)
+        if not len(new_ids):
+            return self
+        upto = int(new_ids[-1])
+        columns = {name: column.extended(_load(conn, name, self.max_id, upto, new_ids, len(self.doc_ids)))
+                   for name, column in self.columns.items()}
+        return FieldIndex(self.base, np.concatenate([self.doc_ids, new_ids]), columns)
+
+    def with_fields(self, conn: Connection, fields: set[str]) -> FieldIndex:
+        """This index with a column for each of `fields` (loaded now for those it lacks)."""
+        missing = sorted(fields - set(self.columns))
+        if not missing:
+            return self
+        columns = dict(self.columns)
+        for name in missing:
+            columns[name] = _load(conn, name, 0, self.max_id, self.doc_ids, 0)
+        return FieldIndex(self.base, self.doc_ids, columns)
+
+    def evaluate(self, flt: Filter) -> np.ndarray:
+        """A bool per document (`doc_ids` order): does it satisfy `flt`. Every field it names must
+        have a column (`with_fields`)."""
+        n = len(self.doc_ids)
+        if isinstance(flt, Condition):
+            return self.columns[flt.field].matches(flt, n)
+        if isinstance(flt, Not):
+            return ~self.evaluate(flt.part)
+        combine = np.logical_and if isinstance(flt, All) else np.logical_or
+        assert isinstance(flt, (All, AnyOf))
+        out = self.evaluate(flt.parts[0])
+        for part in flt.parts[1:]:
+            combine(out, self.evaluate(part), out=out)
+        return out
+
+
+def needed_fields(flt: Filter) -> set[str]:
+    return fields_of(flt)
+
+
+def _load(conn: Connection, field: str, after: int, upto: int, doc_ids: np.ndarray, first_row: int) -> FieldColumn:
+    """The column of `field` over the documents `doc_ids` (ids after `after`, up to `upto`); a
+    document SQL no longer holds (deleted since) reads as not having the field."""
+    source = "_path" if field == "_type" else field
+    found: dict[int, tuple[bool, Any]] = {}
+    cursor = after
+    while cursor < upto:
+        rows = sql_store.document_field_rows(conn, source, cursor, _BLOCK, upto)
+        if not rows:
+            break
+        found.update((row_id, (present, value)) for row_id, present, value in rows)
+        cursor = rows[-1][0]
+        if len(rows) < _BLOCK:
+            break
+    if field == "_type":
+        found = {i: (True, _extension(v)) for i, (_, v) in found.items()}
+    missing = (False, None)
+    return FieldColumn.of([found.get(int(i), missing) for i in doc_ids.tolist()], first_row)
+
+
+def _extension(source: Any) -> str | None:
+    """A source's file extension in lower case, without the dot ("" for none)."""
+    if not isinstance(source, str):
+        return None
+    return PurePosixPath(source.replace("\\", "/")).suffix.lower().lstrip(".")
