@@ -65,6 +65,7 @@ lint: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
@@ -72,4 +73,4 @@ bench: $(STAMP)
 	$(PY) bench/bench_scifact.py
 
 clean:
-	rm -rf $(VENV) .cache indexes .pytest_cache .ruff_cache
+	rm -rf $(VENV) .cache indexes .pytest_cache .ruff_cache .mypy_cache

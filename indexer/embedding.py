@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -20,14 +22,45 @@ logger = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]
 
 
-def load_bi_encoder(model: str | Path | ModelSpec | None = None, device: str | None = None):
+def load_bi_encoder(model: str | os.PathLike | ModelSpec | None = None, device: str | None = None):
     """Load a SentenceTransformer once per process for each model, its files' fingerprint and device.
 
     Keyed by the fingerprint, so weights replaced in a folder are loaded anew, never served
-    from the cache under the old identity.
+    from the cache under the old identity. A cross-encoder's folder is refused: loaded as a
+    bi-encoder, its BERT would be given mean pooling in silence and score nonsense.
     """
     spec = ModelSpec.resolve(model)
+    _refuse_cross_encoder(spec.path)
     return _load(spec.id, str(spec.path), spec.fingerprint(), device)
+
+
+def is_loaded_bi_encoder(model: object) -> bool:
+    """Whether `model` is a loaded SentenceTransformer (without importing the library for the question)."""
+    library = sys.modules.get("sentence_transformers")
+    return library is not None and isinstance(model, library.SentenceTransformer)
+
+
+def check_model_argument(model: object, name: str = "model") -> None:
+    """Refuse a `model` argument that is none of: None, a folder (str or os.PathLike), a loaded
+    SentenceTransformer."""
+    if model is None or isinstance(model, (str, os.PathLike)) or is_loaded_bi_encoder(model):
+        return
+    raise TypeError(f"{name} must be a model folder (a str or os.PathLike), a loaded SentenceTransformer, or "
+                    f"None for the default; got {type(model).__name__}.")
+
+
+def _refuse_cross_encoder(folder: Path) -> None:
+    if (folder / "modules.json").is_file():
+        return  # a SentenceTransformer folder
+    try:
+        architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return
+    if any(str(a).endswith("ForSequenceClassification") for a in architectures):
+        raise ValueError(
+            f"{folder} holds a cross-encoder (it scores pairs of texts: a reranker), not a bi-encoder that "
+            "embeds one text. Use it as the reranker (--rerank-model, CrossEncoderReranker), and pass a "
+            "SentenceTransformer folder as the model.")
 
 
 @functools.lru_cache(maxsize=4)

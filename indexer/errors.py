@@ -1,10 +1,21 @@
-"""Errors of the indexer and of an index folder; each message says what is wrong and how to fix it."""
+"""Errors of the indexer and of an index folder; each message says what is wrong and how to fix it.
+
+Two families, and the errors of an index folder belong to both: `IndexerError` for what a build
+meets, `SearchError` for what a search meets (`search.errors` adds its query errors under it). So
+a program that searches catches `SearchError` and gets every error its searches can raise, a
+missing or damaged index and a model that does not match it included.
+"""
 
 from __future__ import annotations
 
 
 class IndexerError(Exception):
     """Base class: the message says what is wrong and how to fix it."""
+
+
+class SearchError(Exception):
+    """Base class of what a search raises: the index folder's errors below, and the query's
+    (`search.errors`); the message says how to fix it."""
 
 
 class BadInputError(IndexerError, ValueError):
@@ -15,7 +26,7 @@ class BuildInterrupted(IndexerError, RuntimeError):
     """Ctrl-C during a build: the message says what was committed and that rerunning resumes."""
 
 
-class IndexMismatchError(IndexerError, ValueError):
+class IndexMismatchError(IndexerError, SearchError, ValueError):
     """The index was built with another model, dimension or format, or belongs to another folder."""
 
 
@@ -27,9 +38,9 @@ class NotEnoughSpaceError(IndexerError, OSError):
     """The disk lacks the room a build needs (a rebuild keeps the old index until the new one commits)."""
 
 
-class IndexNotFoundError(IndexerError, FileNotFoundError):
+class IndexNotFoundError(IndexerError, SearchError, FileNotFoundError):
     """No committed index in the folder."""
 
 
-class IndexUnreadableError(IndexerError, RuntimeError):
+class IndexUnreadableError(IndexerError, SearchError, RuntimeError):
     """The index exists but a part it needs is missing or damaged; the message gives the repair."""

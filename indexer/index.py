@@ -146,7 +146,7 @@ class Index:
         return sql_store.default_db_url(index_dir)
 
     @classmethod
-    def open(cls, index_dir: Path | str, db_url: str | None = None, use_gpu: bool = True) -> Index:
+    def open(cls, index_dir: Path | str | os.PathLike[str], db_url: str | None = None, use_gpu: bool = True) -> Index:
         """An index with a committed build; IndexNotFoundError when there is none yet."""
         index_dir = Path(index_dir)
         _check_folder(index_dir)
@@ -383,7 +383,7 @@ class Index:
     def check_model(self, spec: ModelSpec, dimension: int | None = None) -> None:
         """Refuse a model whose files or dimension differ from the ones the vectors came from."""
         info = self.info
-        if spec.id != info.model:
+        if spec.id != info.model and spec.fingerprint() != info.model_fingerprint:  # a copy elsewhere is the same model
             raise IndexMismatchError(
                 f"The index in {self.index_dir} was built with {info.model}; searching it with "
                 f"{spec.id} would compare unrelated vectors. Leave the model out, or rebuild the "
@@ -397,11 +397,18 @@ class Index:
                 f"with, or re-embed the stored passages with the model now there: "
                 f"{repair_command(self.index_dir)} --reembed"
             )
-        if dimension is not None and dimension != info.dimension:
+        if dimension is not None:
+            self.check_dimension(dimension, str(spec.path))
+
+    def check_dimension(self, dimension: int, model: str = "The model given") -> None:
+        """Refuse a model whose vectors have another dimension than the index's (all a loaded model,
+        whose files cannot be fingerprinted, can be checked for)."""
+        if dimension != self.info.dimension:
+            named = model if model == "The model given" else f"The model in {model}"
             raise IndexMismatchError(
-                f"The model in {spec.path} makes {dimension}-dimensional vectors, the index in "
-                f"{self.index_dir} holds {info.dimension}-dimensional ones. Use the model it was "
-                f"built with, or rebuild: {build_command(self.index_dir)} --rebuild"
+                f"{named} makes {dimension}-dimensional vectors, the index in {self.index_dir} holds "
+                f"{self.info.dimension}-dimensional ones. Use the model it was built with, or rebuild: "
+                f"{build_command(self.index_dir)} --rebuild"
             )
 
     def load_model(self, device: str | None = None):

@@ -11,6 +11,7 @@ vectors that would no longer be comparable.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,13 +49,18 @@ class ModelSpec:
     path: Path
 
     @classmethod
-    def resolve(cls, model: str | Path | ModelSpec | None) -> ModelSpec:
-        """None, "default" or the default's name mean all-MiniLM-L6-v2; anything else is a folder."""
+    def resolve(cls, model: str | os.PathLike | ModelSpec | None) -> ModelSpec:
+        """None, "default", the default's name or its folder mean all-MiniLM-L6-v2; anything else is
+        a folder."""
         if isinstance(model, ModelSpec):
             return model
         if model is None or str(model) in DEFAULT_ALIASES:
             return cls(DEFAULT_MODEL_ID, default_model_path())
+        if not isinstance(model, (str, os.PathLike)):
+            raise TypeError(f"A model is a folder (a str or os.PathLike), not {type(model).__name__}.")
         path = Path(model).expanduser()
+        if path.is_dir() and path.resolve() == default_model_path().resolve():
+            return cls(DEFAULT_MODEL_ID, default_model_path())  # the default, named by its folder
         if not path.is_dir():
             raise FileNotFoundError(
                 f"Model folder {model} not found. Models load offline: pass a local "

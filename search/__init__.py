@@ -1,21 +1,24 @@
 """Query time: dense, BM25 and hybrid retrieval, reranking, and the similarity API."""
 
-from indexer.store.metadata_filter import FilterError
 from search.config import SearchConfig
 from search.errors import (
     EmptyQueryError,
+    FilterError,
+    IndexMismatchError,
     IndexNotFoundError,
     IndexUnreadableError,
+    ModelNotReadyError,
     NoRerankerError,
     QueryTruncatedWarning,
     SearchError,
+    StaleBuildWarning,
 )
 from search.fusion import reciprocal_rank_fusion
 from search.hits import Hit, SearchResult, StageTimings
 from search.params import DEFAULT_K, MAX_K, MODES, SCREEN_K, SearchParams
 from search.rerank import CrossEncoderReranker, RerankerChoice, resolve_reranker
 from search.searcher import IndexStats, Searcher  # IndexStats is indexer.index.IndexStats
-from search.similarity import Pair, similarity, similarity_matrix, top_pairs
+from search.sentence_similarity import Pair, similarity, similarity_matrix, top_pairs
 
 __all__ = [
     "DEFAULT_K",
@@ -25,9 +28,11 @@ __all__ = [
     "EmptyQueryError",
     "FilterError",
     "Hit",
+    "IndexMismatchError",
     "IndexNotFoundError",
     "IndexStats",
     "IndexUnreadableError",
+    "ModelNotReadyError",
     "NoRerankerError",
     "Pair",
     "QueryTruncatedWarning",
@@ -39,6 +44,7 @@ __all__ = [
     "SearchResult",
     "Searcher",
     "StageTimings",
+    "StaleBuildWarning",
     "reciprocal_rank_fusion",
     "resolve_reranker",
     "similarity",

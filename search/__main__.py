@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"rank": rank, "doc_id": hit.doc_id, "title": hit.title,
                               "score": hit.score, "retriever_score": hit.retriever_score,
                               "rerank_score": hit.rerank_score, "mode": result.mode,
-                              "text": hit.text, "metadata": hit.metadata}))
+                              "text": hit.text, "metadata": dict(hit.metadata)}))
             continue
         scores = f"{hit.score:.3f}"
         if hit.rerank_score is not None and hit.retriever_score is not None:

@@ -30,7 +30,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, cast
 
 import anyio
 import anyio.to_thread
@@ -76,11 +76,12 @@ from search.api_models import (
     filter_components,
 )
 from search.errors import NoRerankerError
+from search.hits import SearchResult
 from search.matches import find_matches, query_terms
 from search.params import DEFAULT_K, MAX_K, SearchParams
 from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
 from search.searcher import Searcher
-from search.similarity import similarity_matrix
+from search.sentence_similarity import similarity_matrix
 
 logger = logging.getLogger(__name__)
 
@@ -295,7 +296,8 @@ def health_of(service: Service) -> HealthResponse:
         if failure is None:
             return HealthResponse(status="ok", index="ready", detail=None)
         return HealthResponse(status="ok", index="unreadable", detail=service.public(str(failure)))
-    state = "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable"
+    state: Literal["missing", "unreadable"] = (
+        "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable")
     return HealthResponse(status="ok", index=state, detail=None if problem is None else service.public(str(problem)))
 
 
@@ -347,7 +349,7 @@ async def answer(service: Service, search: Callable[[Searcher, SearchParams], An
     return found
 
 
-def public_result(service: Service, result):
+def public_result(service: Service, result: SearchResult) -> SearchResult:
     if result.fallback_reason is None:
         return result
     return dataclasses.replace(result, fallback_reason=service.public(result.fallback_reason))
@@ -375,7 +377,7 @@ def refuse_unknown_parameters(http: Request) -> None:
              else "Extra inputs are not permitted"} for name in unknown])
 
 
-def search_response(query: str, request: SearchFields, result) -> SearchResponse:
+def search_response(query: str, request: SearchFields, result: SearchResult) -> SearchResponse:
     timings = result.timings
     terms = query_terms(query)
     return SearchResponse(
@@ -390,7 +392,7 @@ def search_response(query: str, request: SearchFields, result) -> SearchResponse
                 rank=rank, doc_id=hit.doc_id, title=hit.title, text=hit.text,
                 start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
                 retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
-                metadata=hit.metadata, source=hit.source,
+                metadata=dict(hit.metadata), source=hit.source,
                 matches=[MatchOut(start=m.start, end=m.end, term=m.term) for m in find_matches(hit.text, terms)],
             )
             for rank, hit in enumerate(result.hits, start=request.offset + 1)
@@ -400,8 +402,8 @@ def search_response(query: str, request: SearchFields, result) -> SearchResponse
 
 async def similarity_with(service: Service, request: SimilarityRequest) -> SimilarityResponse:
     pair = isinstance(request.a, str)
-    a = [request.a] if pair else request.a
-    b = [request.b] if pair else request.b
+    a = cast(list[str], [request.a] if pair else request.a)
+    b = cast(list[str], [request.b] if pair else request.b)
 
     def compute() -> tuple[list[list[float]], str]:
         model, label = service.similarity_model()
@@ -419,7 +421,7 @@ async def similarity_with(service: Service, request: SimilarityRequest) -> Simil
 # --- the app ----------------------------------------------------------------------------------
 
 
-def _lifespan(service: Service, config: ApiConfig):
+def _lifespan(service: Service, config: ApiConfig) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         service.limiter = anyio.CapacityLimiter(config.search_threads)

@@ -23,6 +23,7 @@ from search.api_models import (
     MAX_URL_BYTES,
     SIMILARITY_LISTS,
     SIMILARITY_PAIR,
+    ErrorItem,
     ErrorResponse,
 )
 
@@ -54,7 +55,8 @@ def redact(text: str, named: dict[str, str]) -> str:
 
 
 def error_body(code: str, detail: str, errors: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    return ErrorResponse(error=code, detail=detail, errors=errors).model_dump(exclude_none=True)
+    items = None if errors is None else [ErrorItem(**item) for item in errors]
+    return ErrorResponse(error=code, detail=detail, errors=items).model_dump(exclude_none=True)
 
 
 def _shown_input(value: object) -> str:

@@ -9,7 +9,7 @@ models, with their limits, in the OpenAPI schema at /docs.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -53,7 +53,8 @@ MAX_HEADER_BYTES = 16 * 1024
 MAX_HTTP_HEAD_BYTES = 1024 * 1024
 
 Mode = Literal["dense", "bm25", "hybrid"]
-FusionMethod = Literal[FUSIONS]  # "rrf", "minmax", "tmm", "zscore"
+FusionMethod = Literal["rrf", "minmax", "tmm", "zscore"]
+assert get_args(FusionMethod) == FUSIONS, "FusionMethod must list search.fusion.FUSIONS"
 Sentence = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS)]
 Sentences = Annotated[list[Sentence], Field(min_length=1, max_length=MAX_SIMILARITY_SENTENCES)]
 

@@ -29,6 +29,7 @@ from indexer import IndexConfig, IndexerError, build_index
 from search.config import SHIPPED_RERANKER, RerankConfig, SearchConfig
 from search.errors import SearchError
 from search.fusion import FUSIONS
+from search.hits import SearchResult
 from search.metrics import evaluate_rankings, percentile_ms
 from search.params import MODES, SearchParams
 from search.rerank import resolve_reranker
@@ -163,7 +164,7 @@ def run_queries(
     """
     asked = replace(params or SearchParams(k=EVAL_DEPTH), keep_tail=True)
 
-    def search(text: str):
+    def search(text: str) -> SearchResult:
         return searcher.search_detailed(text, asked)
 
     if qids:

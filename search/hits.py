@@ -1,12 +1,30 @@
-"""What a search returns."""
+"""What a search returns: `Hit`s in a `SearchResult`, immutable, each with a `to_dict()` that
+`json.dumps` accepts."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from indexer.index import IndexStats
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON can hold it: mappings as dicts, tuples as lists, times in RFC 3339."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
 
 
 @dataclass(frozen=True)
@@ -18,19 +36,36 @@ class Hit:
     fused score of the hybrid's fusion method, by mode; a z-score may be
     negative) and `rerank_score` keep both, so a UI can show why a reranked
     hit moved.
+
+    A hit is immutable and hashable: `metadata` is a read-only view of a private copy of the
+    document's metadata (`dict(hit.metadata)` gives a dict to change), and the hash leaves it out,
+    so two equal hits hash alike. `to_dict()` is the hit as JSON-ready plain values.
     """
 
     doc_id: str
     title: str
     text: str
     score: float
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     passage_id: int = -1
     start_char: int = 0
     end_char: int = 0
     source: str = ""
     retriever_score: float | None = None
     rerank_score: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metadata, MappingProxyType):
+            object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+
+    def __hash__(self) -> int:
+        return hash((self.doc_id, self.passage_id, self.title, self.text, self.score, self.start_char,
+                     self.end_char, self.source, self.retriever_score, self.rerank_score))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain JSON values: `doc_id`, `title`, `text`, `score`, `metadata` (a
+        dict), `passage_id`, `start_char`, `end_char`, `source`, `retriever_score`, `rerank_score`."""
+        return _plain(self)
 
 
 @dataclass(frozen=True)
@@ -66,3 +101,13 @@ class SearchResult:
     timings: StageTimings = field(default_factory=StageTimings)
     fallback_reason: str | None = None
     stats: IndexStats | None = None
+    # Ranked documents left out because their rows left the database after this searcher loaded
+    # its build (another process deleted or changed them; `Searcher.refresh` loads the newer one).
+    # The search ranks deeper to make up for them, so fewer than k hits come back only when fewer
+    # than k documents remain; `StaleBuildWarning` says so.
+    skipped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON values: `hits` (each `Hit.to_dict`), `mode`, `reranked`,
+        `timings` (seconds per stage), `fallback_reason`, `stats` (times in RFC 3339), `skipped`."""
+        return _plain(self)

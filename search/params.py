@@ -37,9 +37,10 @@ def check_count(name: str, value: object, maximum: int = MAX_K) -> int:
         raise TypeError(
             f"{name} must be a whole number between 1 and {maximum}, not {value!r} ({type(value).__name__})."
         )
-    if not 1 <= value <= maximum:
+    number = int(value)
+    if not 1 <= number <= maximum:
         raise ValueError(f"{name} ({value}) must be at least 1 and at most {maximum}.")
-    return int(value)
+    return number
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class SearchParams:
     so k may exceed `candidates` (how the evaluation ranks 100 documents while
     reranking 50); without it, a reranked k above `candidates` is refused.
 
+    `model_wait` is how many seconds a search that names dense or hybrid waits for a model
+    still loading in the background (`Searcher(model_loading="background")`) before it raises
+    `ModelNotReadyError`; None waits as long as the load takes. A search that names no mode does
+    not wait: it answers with BM25 meanwhile and says so in `fallback_reason`.
+
     `filter` keeps only documents whose metadata it matches, before ranking, in every mode: a
     mapping in the shape `indexer.store.metadata_filter` documents (`{"tag": "billing",
     "year": {"$gte": 2025}}`) or its JSON text; it is parsed here, so a bad one raises a
@@ -73,9 +79,13 @@ class SearchParams:
     fusion_weight: float | None = None
     keep_tail: bool = False
     filter: Filter | dict[str, Any] | str | None = None
+    model_wait: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filter", parse_filter(self.filter))
+        if self.model_wait is not None and (isinstance(self.model_wait, bool) or not isinstance(
+                self.model_wait, numbers.Real) or not 0 <= self.model_wait < float("inf")):
+            raise ValueError(f"model_wait ({self.model_wait!r}) must be a number of seconds from 0, or None.")
         object.__setattr__(self, "k", check_count("k", self.k))
         if isinstance(self.offset, bool) or not isinstance(self.offset, numbers.Integral):
             raise TypeError(f"offset must be a whole number from 0, not {self.offset!r}.")

@@ -16,7 +16,7 @@ import logging
 import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from indexer.settings import NO_RERANKER
 from indexer.sources.passage_text import passage_text
@@ -47,7 +47,7 @@ def fuse_ranks(model_scores: list[float], retriever_weight: float, rrf_k: int) -
     ]
 
 
-def _quantize_int8(model: object) -> bool:
+def _quantize_int8(model: Any) -> bool:
     """Dynamic int8 quantisation of the Linear layers for CPU inference; False where torch cannot."""
     import torch
 
@@ -179,7 +179,7 @@ def resolve_reranker(rerank: bool | None = None, model: str | Path | None = None
     if model is not None and not named:
         path = None
     else:
-        path = Path(model).expanduser() if named else shipped_reranker()
+        path = Path(str(model)).expanduser() if named else shipped_reranker()
     if path is None:
         if rerank:
             reason = (f"the reranker is turned off ({model!r})" if model is not None

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -60,14 +60,14 @@ class Query:
     `encode_s` is the time the encoding took (0 until then).
     """
 
-    def __init__(self, text: str, model) -> None:
+    def __init__(self, text: str, model: Any) -> None:
         self.text = text
         self.model = model
         self.encode_s = 0.0
         self._embedding: np.ndarray | None = None
 
     @classmethod
-    def encoded(cls, text: str, model, embedding: np.ndarray, encode_s: float) -> Query:
+    def encoded(cls, text: str, model: Any, embedding: np.ndarray, encode_s: float) -> Query:
         """A query whose embedding was computed already (in a batch with others)."""
         query = cls(text, model)
         warn_if_truncated(text, model)
@@ -92,12 +92,15 @@ class Retriever(Protocol):
         ...
 
 
-def warn_if_truncated(query: str, model) -> None:
-    tokens = len(model.tokenizer(query, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
+def warn_if_truncated(text: str, model: Any, name: str = "query") -> None:
+    """A `QueryTruncatedWarning` when the model reads only the start of `text` (a query, or a
+    sentence to compare)."""
+    tokens = len(model.tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
     if tokens > model.max_seq_length:
+        what = ("The query", "search on") if name == "query" else (name, "compare")
         warnings.warn(
-            f"The query has {tokens} tokens but the model reads {model.max_seq_length}; "
-            "the rest was ignored. Shorten the query to search on all of it.",
+            f"{what[0]} has {tokens} tokens but the model reads {model.max_seq_length}; "
+            f"the rest was ignored. Shorten it to {what[1]} all of it.",
             QueryTruncatedWarning,
             stacklevel=4,
         )

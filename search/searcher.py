@@ -8,22 +8,31 @@ no database session and no index file itself.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, cast
 
-from indexer.embedding import encode_texts
+from indexer.embedding import (
+    check_model_argument,
+    embedding_dimension,
+    encode_texts,
+    is_loaded_bi_encoder,
+)
 from indexer.index import Index, IndexStats
 from indexer.model_spec import ModelSpec
 from indexer.store.passage_subset import PassageSubset
 from indexer.store.records import IndexSnapshot
 from search.config import SearchConfig
 from search.document_ranking import rank_in_rounds
-from search.errors import EmptyQueryError, NoRerankerError
+from search.errors import ModelNotReadyError, NoRerankerError, StaleBuildWarning
 from search.fusion import Fusion
 from search.hits import Hit, SearchResult, StageTimings
+from search.inputs import ordered, text_input
 from search.model_load import MODEL_LOADING, ModelLoad
 from search.params import MAX_K, SearchParams
 from search.rerank import Reranker
@@ -58,13 +67,8 @@ class LoadedBuild:
 
 def _query_text(query: object, name: str) -> str:
     """`query` stripped; a TypeError for another type, EmptyQueryError for one without words."""
-    if not isinstance(query, str):
-        raise TypeError(f"{name} must be a string, not {type(query).__name__}.")
-    text = query.strip()
-    if not text:
-        where = "The query" if name == "query" else f"Query {name}"
-        raise EmptyQueryError(f"{where} is empty. Type a few words to search for.")
-    return text
+    where = "The query" if name == "query" else f"Query {name}"
+    return text_input(query, name, f"{where} is empty. Type a few words to search for.")
 
 
 class Searcher:
@@ -94,8 +98,8 @@ class Searcher:
 
     def __init__(
         self,
-        index_dir: Path | str,
-        model: str | None = None,
+        index_dir: Path | str | os.PathLike[str],
+        model: Any = None,
         db_url: str | None = None,
         config: SearchConfig | None = None,
         reranker: Reranker | None = None,
@@ -107,15 +111,21 @@ class Searcher:
         self.config = config or SearchConfig()
         self.reranker = reranker
         self.rerank_by_default = reranker is not None if rerank_by_default is None else rerank_by_default
+        check_model_argument(model)
         self.index = Index.open(index_dir, db_url=db_url)
         self.index_dir = self.index.index_dir
         try:
-            if model is not None:
-                self.index.check_model(ModelSpec.resolve(model))
-            self._model = ModelLoad(self.index.load_model, model_loading)
+            if is_loaded_bi_encoder(model):
+                self.index.check_dimension(embedding_dimension(model))
+                self._model = ModelLoad(lambda: model, "eager")
+            else:
+                if model is not None:
+                    self.index.check_model(ModelSpec.resolve(model))
+                self._model = ModelLoad(self.index.load_model, model_loading)
         except BaseException:
             self.index.close()
             raise
+        self._closed = False
         self._refresh_lock = threading.Lock()
         self._warned_fallback = False
         self._loaded = self._load()
@@ -134,12 +144,12 @@ class Searcher:
         )
 
     @property
-    def model(self):
+    def model(self) -> Any:
         """The index's bi-encoder; waits for it (or loads it) if it is not loaded yet."""
         return self._model.get()
 
     @model.setter
-    def model(self, model) -> None:
+    def model(self, model: Any) -> None:
         """Search with this bi-encoder object instead (tests wrap the loaded one to count calls)."""
         self._model = ModelLoad(lambda: model, "eager")
 
@@ -193,13 +203,25 @@ class Searcher:
         return self.index.build_progress()
 
     def close(self) -> None:
+        """Release the index (its database connections); searching afterwards raises ValueError."""
+        self._closed = True
         self.index.close()
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("This Searcher is closed; open another: Searcher(index_dir).")
 
     def params(self, params: SearchParams | None = None, **fields: object) -> SearchParams:
         """`params` (default: `SearchParams()`) with `fields` replaced, checked."""
         if params is None:
             return SearchParams(**fields)  # type: ignore[arg-type]
-        return replace(params, **fields) if fields else params
+        return replace(params, **cast(dict[str, Any], fields)) if fields else params
 
     def reranks(self, params: SearchParams) -> bool:
         """The one rule for whether a search reranks: what it asks, else `rerank_by_default`.
@@ -236,12 +258,10 @@ class Searcher:
         encoded together, in one batch, which is what makes a batch faster than the same queries
         one at a time; each result's `encode_s` is its share of that batch. Every query is checked
         (a string with words) before any is searched."""
-        if isinstance(queries, str):
-            raise TypeError("queries must be a list of strings, not one string; wrap it in [...].")
-        texts = [_query_text(query, f"queries[{i}]") for i, query in enumerate(queries)]
+        texts = [_query_text(query, f"queries[{i}]") for i, query in enumerate(ordered(queries, "queries"))]
         params = self.params(params, **fields)
         prepared: list[Query | None] = [None] * len(texts)
-        _, choice = self._choose(params.mode)
+        _, choice = self._choose(params.mode, params.model_wait)
         if texts and choice.mode != "bm25":
             started = time.perf_counter()
             embeddings = encode_texts(self.model, texts)
@@ -261,22 +281,28 @@ class Searcher:
                 f"{'k' if not params.offset else 'offset + k'} ({k}) is greater than candidates "
                 f"({candidates}); raise candidates or lower k."
             )
-        loaded, choice = self._choose(params.mode)
+        loaded, choice = self._choose(params.mode, params.model_wait)
         model = None if choice.mode == "bm25" else self.model  # may wait for it; BM25 never encodes
         started = time.perf_counter()
         request = prepared if prepared is not None and model is not None else Query(text, model)
         depth = (max(k, candidates) if params.keep_tail else candidates) if reranker is not None else k
         within = self._within(loaded, params)
-        hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by, within)
+        hits, skipped = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by, within)
         expected = loaded.stats.documents if within is None else within.documents
         if len(hits) < min(depth, expected) and self.config.auto_refresh and self.refresh():
             # A build committed while this search read, and its rows replaced passages the loaded
             # build still named (a rebuild replaces all): answer from the new build instead.
-            loaded, choice = self._choose(params.mode)
+            loaded, choice = self._choose(params.mode, params.model_wait)
             if choice.mode != "bm25" and request.model is None:
                 request = Query(text, self.model)
             within = self._within(loaded, params)
-            hits = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by, within)
+            hits, skipped = self._retrieve_hits(loaded, choice.mode, request, depth, fused_by, within)
+        if skipped and len(hits) < depth:
+            warnings.warn(
+                f"{skipped} of the documents this search ranked were deleted or changed by another "
+                f"process after this Searcher loaded its build, and only {len(hits)} remain to show. "
+                "Call refresh() (or keep SearchConfig.auto_refresh on) to search the newest build.",
+                StaleBuildWarning, stacklevel=3)
         retrieve_s = time.perf_counter() - started - request.encode_s
         reranked, rerank_s = 0, 0.0
         if reranker is not None and hits:
@@ -292,13 +318,27 @@ class Searcher:
             timings=StageTimings(encode_s=request.encode_s, retrieve_s=retrieve_s, rerank_s=rerank_s),
             fallback_reason=choice.fallback_reason,
             stats=loaded.stats,
+            skipped=skipped,
         )
 
-    def _choose(self, mode: str | None) -> tuple[LoadedBuild, ModeChoice]:
-        """The newest build (with auto_refresh) and the mode a search asking `mode` runs in it."""
+    def _choose(self, mode: str | None, model_wait: float | None = None) -> tuple[LoadedBuild, ModeChoice]:
+        """The newest build (with auto_refresh) and the mode a search asking `mode` runs in it.
+
+        A mode the caller named is served: while the model loads, a search naming dense or
+        hybrid waits for it, at most `model_wait` seconds (None: as long as it takes), then raises
+        `ModelNotReadyError`; only a search that names no mode falls back to BM25 meanwhile."""
+        self._check_open()
         if self.config.auto_refresh:
             self.refresh()
         loaded = self._loaded
+        if mode in ("dense", "hybrid") and self._model.loading:
+            try:
+                self._model.get(model_wait)
+            except TimeoutError as err:
+                raise ModelNotReadyError(
+                    f"The semantic model is still loading after {model_wait:g} s, and mode {mode!r} needs it. "
+                    "Wait longer (model_wait), search with mode='bm25', or leave the mode out to get "
+                    "keyword (BM25) results until it has loaded.") from err
         loading = self._model.loading
         choice = choose_mode(mode, self.config.mode, loaded.retrievers, self.index_dir, model_ready=not loading,
                              bm25_problem=loaded.bm25_problem)
@@ -315,37 +355,32 @@ class Searcher:
         return self.index.matching_passages(params.filter, loaded.snapshot)  # type: ignore[arg-type]
 
     def _retrieve_hits(self, loaded: LoadedBuild, mode: str, query: Query, k: int, fused_by: Fusion,
-                       within: PassageSubset | None = None) -> list[Hit]:
+                       within: PassageSubset | None = None) -> tuple[list[Hit], int]:
         """The first k documents of this query's one document ranking (`rank_in_rounds`: fetched at
         depths that never depend on k, so a larger k only appends), each a hit on its best passage;
-        only documents of `within` (a filter's passages) when given."""
+        only documents of `within` (a filter's passages) when given. Documents whose rows have left
+        the database since the build was loaded are skipped, and the ranking is read further for
+        as many more; returns the hits and how many were skipped."""
         retriever = loaded.retrievers[mode]
         if isinstance(retriever, HybridRetriever):
             retriever = retriever.with_fusion(fused_by)
         second_passage_weight = self.config.second_passage_for(mode, fused_by.method)
-        chosen = rank_in_rounds(
-            lambda n: retriever.retrieve(query, n, within),
-            self.index.document_ids,
-            k,
-            self.config.fusion_depth,
-            loaded.passages if within is None else min(loaded.passages, within.count),
-            second_passage_weight,
-            self.config.one_hit_per_document,
-        )
-        records = self.index.passages([doc.passage_id for doc in chosen])
-        return [
-            Hit(
-                doc_id=record.doc_id,
-                title=record.title,
-                text=record.text,
-                score=doc.score,
-                retriever_score=doc.score,
-                metadata=dict(record.metadata),
-                passage_id=record.passage_id,
-                start_char=record.start_char,
-                end_char=record.end_char,
-                source=record.source,
-            )
-            for doc in chosen
-            if (record := records.get(doc.passage_id)) is not None
+        total = loaded.passages if within is None else min(loaded.passages, within.count)
+        want = k
+        while True:
+            chosen = rank_in_rounds(
+                lambda n: retriever.retrieve(query, n, within), self.index.document_ids, want,
+                self.config.fusion_depth, total, second_passage_weight, self.config.one_hit_per_document)
+            records = self.index.passages([doc.passage_id for doc in chosen])
+            kept = [(doc, record) for doc in chosen if (record := records.get(doc.passage_id)) is not None]
+            skipped = len(chosen) - len(kept)
+            if len(kept) >= k or not skipped or len(chosen) < want:
+                break
+            want += k - len(kept)  # read on past the documents that are gone
+        hits = [
+            Hit(doc_id=record.doc_id, title=record.title, text=record.text, score=doc.score,
+                retriever_score=doc.score, metadata=record.metadata, passage_id=record.passage_id,
+                start_char=record.start_char, end_char=record.end_char, source=record.source)
+            for doc, record in kept[:k]
         ]
+        return hits, skipped

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
@@ -17,6 +18,7 @@ from search import (
     Hit,
     IndexNotFoundError,
     IndexStats,
+    ModelNotReadyError,
     QueryTruncatedWarning,
     SearchConfig,
     Searcher,
@@ -370,6 +372,7 @@ def asked_params(searcher: Searcher) -> SearchParams:
         fusion=state.get("fusion") if hybrid else None,
         fusion_weight=state.get("fusion_weight") if hybrid else None,
         filter=state.get("metadata_filter"),
+        model_wait=0.0,
     )
 
 
@@ -381,7 +384,10 @@ def run_search(searcher: Searcher, query: str, params: SearchParams) -> SearchRe
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", QueryTruncatedWarning)
         try:
-            result = searcher.search_detailed(query, params)
+            try:
+                result = searcher.search_detailed(query, params)
+            except ModelNotReadyError:  # a page answers at once: BM25 until the model is there, and says so
+                result = searcher.search_detailed(query, replace(params, mode=None))
         except EmptyQueryError as err:
             st.warning(str(err))
             return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 import faiss
@@ -55,6 +56,8 @@ class VectorStore:
     def __init__(self, index: faiss.Index) -> None:
         self._index = index
         self.search_param: tuple[str, int] | None = None  # ("nprobe", 16), ("efSearch", 64) or None
+        self._sorted_ids: np.ndarray | None = None  # read on the first filtered exact search
+        self._lock = threading.Lock()
 
     @property
     def faiss_index(self) -> faiss.Index:
@@ -147,6 +150,8 @@ class VectorStore:
             name, value = self.search_param or (ann.search_param(self._index), None)
             if name == "efSearch" and share < ann.HNSW_EXACT_SHARE:
                 return ann.exact_within(self._index, queries, k, within.contains)
+            if name == "nprobe" and within.count <= ann.IVF_EXACT_MAX:
+                return ann.exact_ivf(self._index, queries, k, self._stored(within.ids()))
             params = ann.filtered_params(self._index, name, value, within.selector(), share)
         else:
             params = self._params(exclude)
@@ -158,6 +163,19 @@ class VectorStore:
             return self._index.search(queries, k, params=params)
         finally:
             faiss.omp_set_num_threads(previous)
+
+    def _stored(self, ids: np.ndarray) -> np.ndarray:
+        """The ids among `ids` that this store holds. The first call reads the stored ids (and gives
+        an IVF its direct map, for `ann.exact_ivf`); the store is read-only while searched."""
+        with self._lock:
+            if self._sorted_ids is None:
+                from indexer.store import ann
+
+                ann.with_direct_map(self._index)
+                self._sorted_ids = np.sort(self.ids())
+        stored = self._sorted_ids
+        at = np.minimum(np.searchsorted(stored, ids), max(len(stored) - 1, 0))
+        return ids[stored[at] == ids] if len(stored) else ids[:0]
 
     def ids(self) -> np.ndarray:
         """All stored ids (an IndexIDMap2's `id_map`, or an IVF index's inverted lists)."""

@@ -9,6 +9,7 @@ pages or a batch is computed once per build; the cache is bounded by memory.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ class _Layout:
     document_at: np.ndarray  # the FieldIndex position of each passage's document
     live: np.ndarray  # bool per passage: stored in this build and not deleted
     documents_live: np.ndarray  # bool per FieldIndex document: has a live passage
+    one_passage_each: bool  # passage i belongs to document i (document_at is the identity)
+    dense_from: int | None  # the first passage id, when the ids run on without a gap
 
 
 class FilterMatches:
@@ -60,9 +63,17 @@ class FilterMatches:
                 return found
             layout = self._layout_for(conn, build_id, base, documents, deleted, fields_of(flt))
             matched = layout.fields.evaluate(flt)
-            passages = layout.live & matched[layout.document_at]
-            member = np.zeros(int(layout.passage_ids[-1]) + 1 if len(layout.passage_ids) else 0, dtype=bool)
-            member[layout.passage_ids[passages]] = True
+            # Each step has a path without gather or scatter for the common shapes (one passage per
+            # document; passage ids without gaps): a new filter then costs milliseconds at 1M.
+            per_passage = matched if layout.one_passage_each else matched[layout.document_at]
+            passages = np.logical_and(per_passage, layout.live, out=per_passage if per_passage is not matched else None)
+            count = int(layout.passage_ids[-1]) + 1 if len(layout.passage_ids) else 0
+            if layout.dense_from is not None:
+                member = np.zeros(count, dtype=bool)
+                member[layout.dense_from:] = passages
+            else:
+                member = np.zeros(count, dtype=bool)
+                member[layout.passage_ids[passages]] = True
             subset = PassageSubset(member, int(np.count_nonzero(matched & layout.documents_live)))
             self._remember(key, subset)
             return subset
@@ -93,9 +104,12 @@ class FilterMatches:
             live = known & ~np.isin(documents.passage_ids, deleted) if len(deleted) else known
             documents_live = np.zeros(len(columns.doc_ids), dtype=bool)
             documents_live[at[live]] = True
-            layout = _Layout(build_id, columns, documents.passage_ids, at, live, documents_live)
-        self._layout = _Layout(layout.build_id, columns, layout.passage_ids, layout.document_at, layout.live,
-                               layout.documents_live)
+            ids = documents.passage_ids
+            identity = len(at) == len(columns.doc_ids) and bool(np.array_equal(at, np.arange(len(at))))
+            dense = len(ids) > 0 and int(ids[-1]) - int(ids[0]) + 1 == len(ids)
+            layout = _Layout(build_id, columns, ids, at, live, documents_live, identity,
+                             int(ids[0]) if dense else None)
+        self._layout = dataclasses.replace(layout, fields=columns)
         return self._layout
 
     def _remember(self, key: tuple[str, str], subset: PassageSubset) -> None:

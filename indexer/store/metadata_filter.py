@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from indexer.errors import SearchError
 from indexer.sources.readers import json_kind
 
 RESERVED_FIELDS = ("_id", "_path", "_type")
@@ -54,7 +55,7 @@ _ISO_DATE = re.compile(ISO_DATE)
 Scalar = str | int | float | bool
 
 
-class FilterError(ValueError):
+class FilterError(SearchError, ValueError):
     """A filter that is not valid JSON of the documented shape; the message says how to fix it."""
 
 

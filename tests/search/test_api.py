@@ -18,7 +18,7 @@ from search import Searcher
 from search.api import CONFIG_ENV, ApiConfig, app_from_env, create_app, main
 from search.api_models import MAX_BODY_BYTES, MAX_QUERY_CHARS, MAX_SIMILARITY_SENTENCES
 from search.config import MAX_K
-from search.similarity import similarity
+from search.sentence_similarity import similarity
 from tests.conftest import TOPIC_DOCS
 from tests.search.helpers import CODE_DOC, CODE_QUERY
 

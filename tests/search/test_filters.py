@@ -92,8 +92,18 @@ def brute_dense(ids, vectors, query: np.ndarray, allowed: set[int], n: int) -> l
     return [(int(ids[i]), float(scores[i])) for i in keep[:n]]
 
 
-def test_filtered_retrieval_equals_brute_force_in_every_mode(filtered_index):
+@pytest.mark.parametrize("path", ["default", "widened"])
+def test_filtered_retrieval_equals_brute_force_in_every_mode(filtered_index, path, monkeypatch):
+    """"widened": approximate indexes search through the selector with a widened nprobe/efSearch
+    however small the subset (the exact paths switched off), as they do on large subsets."""
     kind, searcher = filtered_index
+    if path == "widened":
+        if kind not in ("ivf", "hnsw"):
+            pytest.skip("exact indexes have one path")
+        from indexer.store import ann
+
+        monkeypatch.setattr(ann, "IVF_EXACT_MAX", 0)
+        monkeypatch.setattr(ann, "HNSW_EXACT_SHARE", 0.0)
     plan = (searcher.index.info.layout or {}).get("plan") or {"kind": "flat"}
     assert plan["kind"] == ("flat" if kind == "segmented" else kind)
     if kind == "segmented":

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from search import similarity, similarity_matrix, top_pairs
-from search.similarity import top_pairs_from_embeddings
+from search.sentence_similarity import top_pairs_from_embeddings
 
 
 @pytest.mark.integration
@@ -54,9 +54,9 @@ def test_top_pairs_with_fewer_pairs_than_k(tiny_model):
 def test_bad_inputs_are_explained(tiny_model):
     with pytest.raises(TypeError, match="not a single string"):
         similarity_matrix("just one string", model=tiny_model)
-    with pytest.raises(TypeError, match=r"sentences_a\[1\] is int"):
+    with pytest.raises(TypeError, match=r"sentences_a\[1\] must be a string, not int"):
         similarity_matrix(["ok", 3], model=tiny_model)
-    with pytest.raises(TypeError, match="b is NoneType; it must be a string"):
+    with pytest.raises(TypeError, match="b must be a string, not NoneType"):
         similarity("a", None, model=tiny_model)
     # An empty sentence would still get a score (0.54 with MiniLM), which means nothing.
     with pytest.raises(ValueError, match="a is empty; give it a sentence"):
