@@ -23,6 +23,7 @@ never imports SQLAlchemy: it takes ids and texts.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -222,6 +223,15 @@ class BM25Store:
     def ids(self) -> np.ndarray:
         return self._ids.copy()
 
+    @functools.cached_property
+    def dense_from(self) -> int | None:
+        """The first id when row i holds passage `dense_from + i` (ids without gaps, in order: what
+        a base build writes), so a mask over ids is a slice; else None."""
+        ids = self._ids
+        if len(ids) and int(ids[-1]) - int(ids[0]) + 1 == len(ids) and bool(np.all(np.diff(ids) == 1)):
+            return int(ids[0])
+        return None
+
     def ids_view(self) -> np.ndarray:
         """The row -> passage id array itself, read-only (no copy, for per-search masks)."""
         view = self._ids.view()
@@ -242,12 +252,14 @@ class BM25Store:
         """A mask over this store's rows: True where the row's passage id is in `ids`."""
         return np.isin(self._ids, ids)
 
-    def search(self, query: str, n: int, exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, query: str, n: int, exclude: np.ndarray | None = None,
+               keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(scores, ids) of at most n passages sharing a term with `query`, best first.
 
         Passages scoring 0 match no query term and are left out, so a query of
         only stop words or unknown words returns nothing. Ties go to the lower id.
-        `exclude` (a mask from `rows_of`) leaves out deleted passages.
+        `exclude` (a mask from `rows_of`) leaves out deleted passages; `keep` (a mask over the
+        rows, `dense_from`) keeps only a filter's passages.
         """
         if self._index is None or n < 1:
             return np.empty(0, dtype=np.float32), np.empty(0, dtype=np.int64)
@@ -258,6 +270,8 @@ class BM25Store:
         scores = self._index.get_scores_from_ids(term_ids)
         if exclude is not None:
             scores[exclude] = 0
+        if keep is not None:
+            scores *= keep
         matched = np.flatnonzero(scores > 0)
         if len(matched) > n:
             matched = matched[np.argpartition(-scores[matched], n - 1)[:n]]

@@ -46,6 +46,13 @@ class PassageSubset:
         out[inside] = self.member[ids[inside]]
         return out
 
+    def in_range(self, first: int, count: int) -> np.ndarray:
+        """A bool per id in first .. first + count - 1: a slice of the bitmap, without a gather."""
+        out = self.member[first:first + count]
+        if len(out) < count:
+            out = np.concatenate([out, np.zeros(count - len(out), dtype=bool)])
+        return out
+
     def selector(self) -> faiss.IDSelector:
         """A FAISS selector that keeps exactly these ids; hold the subset while it is used."""
         return self._selector

@@ -233,7 +233,8 @@ class SegmentedBM25:
         filter does not change a term's idf)."""
         stores = [self.base, *self.deltas]
         if within is not None:
-            found = [s.search(query, n, exclude=~within.contains(s.ids_view())) for s in stores]
+            found = [s.search(query, n, keep=within.in_range(s.dense_from, s.ntotal) if s.dense_from is not None
+                              else within.contains(s.ids_view())) for s in stores]
             return _merge_top([f[0] for f in found], [f[1] for f in found], n)
         if not self.deltas and self._masks[0] is None:
             return self.base.search(query, n)
