@@ -271,9 +271,11 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             # Opened from inside the wait: a click that lands while the page reruns for the new
             # query hits the expander being replaced, so a closed one is clicked again.
             code = await page.wait_for(
-                """(() => { const d = document.querySelector('[data-testid="stExpander"] details');
+                """(() => { const e = [...document.querySelectorAll('[data-testid="stExpander"]')]
+                       .find(x => x.innerText.includes('Full passage'));
+                   const d = e && e.querySelector('details');
                    if (d && !d.open) d.querySelector('summary').click();
-                   const c = document.querySelector('[data-testid="stExpander"] pre code');
+                   const c = e && e.querySelector('pre code');
                    return c && c.offsetHeight > 0 && c.innerText.trim()
                        ? [c.innerText, getComputedStyle(c).fontFamily] : null; })()""",
                 "the doctest as code",
