@@ -150,6 +150,10 @@ class VectorStore:
             name, value = self.search_param or (ann.search_param(self._index), None)
             if name == "efSearch" and share < ann.HNSW_EXACT_SHARE:
                 return ann.exact_within(self._index, queries, k, within.contains)
+            if name == "efSearch" and share >= ann.HNSW_POSTFILTER_SHARE and len(queries) == 1:
+                found = self._postfiltered(queries, k, within, share, value or 16)
+                if found is not None:
+                    return found
             if name == "nprobe" and within.count <= ann.IVF_EXACT_MAX:
                 return ann.exact_ivf(self._index, queries, k, self._stored(within.ids()))
             params = ann.filtered_params(self._index, name, value, within.selector(), share)
@@ -163,6 +167,20 @@ class VectorStore:
             return self._index.search(queries, k, params=params)
         finally:
             faiss.omp_set_num_threads(previous)
+
+    def _postfiltered(self, queries: np.ndarray, k: int, within: PassageSubset, share: float,
+                      ef: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """HNSW for a filter that keeps much: the unfiltered top k x 2 / share, then its matching
+        ones; None when fewer than k of them match (the caller then searches with the selector)."""
+        from indexer.store import ann
+
+        wide = min(self.ntotal, ann.widened(k, share))
+        params = faiss.SearchParametersHNSW(efSearch=max(ef, wide))
+        scores, ids = self._index.search(queries, wide, params=params)
+        keep = within.contains(ids[0]) & (ids[0] >= 0)
+        if int(keep.sum()) < min(k, within.count):
+            return None
+        return scores[:, keep][:, :k], ids[:, keep][:, :k]
 
     def _stored(self, ids: np.ndarray) -> np.ndarray:
         """The ids among `ids` that this store holds. The first call reads the stored ids (and gives
