@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from indexer.store import sql_store
-from indexer.store.metadata_filter import All, AnyOf, Condition, Filter, Not, fields_of, is_iso_date
+from indexer.store.metadata_filter import All, AnyOf, Condition, Filter, Not, is_iso_date
 from indexer.store.sql_store import Connection
 
 _BLOCK = 200_000  # rows per round trip while loading a column
@@ -259,10 +259,6 @@ class FieldIndex:
         for part in flt.parts[1:]:
             combine(out, self.evaluate(part), out=out)
         return out
-
-
-def needed_fields(flt: Filter) -> set[str]:
-    return fields_of(flt)
 
 
 def _load(conn: Connection, field: str, after: int, upto: int, doc_ids: np.ndarray, first_row: int) -> FieldColumn:
