@@ -35,6 +35,8 @@ from indexer.errors import (
 )
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
+from indexer.sources.documents import source_file
+from indexer.sources.outline import Location
 from indexer.store import sql_store
 from indexer.store.bm25_store import BM25Store
 from indexer.store.document_map import DocumentMap
@@ -119,7 +121,8 @@ class Index:
         self.use_gpu = use_gpu
         self._engine: Engine = sql_store.make_engine(db_url)
         self._store_file = self._sqlite_identity()
-        self._checksums: bool | None = None  # whether the passages carry text checksums; read once
+        # The passages table's columns (text checksums and locations came later); read once.
+        self._passage_columns: frozenset[str] | None = None
         self._snapshot: IndexSnapshot | None = None
         self._document_map: DocumentMap | None = None
         self._matches = FilterMatches()
@@ -436,7 +439,7 @@ class Index:
                 self._store_file = identity
                 self._document_map = None
                 self._matches = FilterMatches()
-                self._checksums = None
+                self._passage_columns = None
         current = self._current_build_id()
         snap = self._snapshot
         if snap is not None and current == snap.build_id:
@@ -531,17 +534,19 @@ class Index:
         if not len(passage_ids):
             return {}
         with self._read() as conn:
-            if self._checksums is None:
-                self._checksums = sql_store.has_text_checksums(conn)
+            if self._passage_columns is None:
+                self._passage_columns = sql_store.passage_columns(conn)
+            checksums = "text_hash" in self._passage_columns
+            locations = "section" in self._passage_columns
             try:
-                rows = sql_store.passage_details(conn, passage_ids, self._checksums)
+                rows = sql_store.passage_details(conn, passage_ids, checksums, locations)
             except ValueError as err:  # a zeroed or altered page inside a row's metadata JSON
                 raise IndexUnreadableError(
                     f"The SQL store of {self.index_dir} is damaged: a stored document's metadata "
                     f"cannot be read ({err}). It holds the passages' text, so rebuild from your "
                     f"source: {build_command(self.index_dir)} --rebuild"
                 ) from err
-        if self._checksums:
+        if checksums:
             self._check_texts(rows)
         return {
             pid: PassageRecord(
@@ -553,6 +558,8 @@ class Index:
                 end_char=row.end_char,
                 metadata=dict(row.meta or {}),
                 source=row.source,
+                location=Location.from_columns(row.page_first, row.page_last, row.section) if locations else Location(),
+                path=str(source_file(row.origin, row.source)) if row.origin else "",
             )
             for pid, row in rows.items()
         }
@@ -607,7 +614,7 @@ class Index:
             finally:
                 engine.dispose()
             self._snapshot = None  # loaded again on first use
-            self._checksums = None  # the build may have added the column
+            self._passage_columns = None  # the build may have added columns
             if tx.result is not None:
                 self._remove_stale_files(set(tx.result))
 

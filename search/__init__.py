@@ -14,7 +14,7 @@ from search.errors import (
     StaleBuildWarning,
 )
 from search.fusion import reciprocal_rank_fusion
-from search.hits import Hit, SearchResult, StageTimings
+from search.hits import Hit, Location, SearchResult, StageTimings
 from search.params import DEFAULT_K, MAX_K, MODES, SCREEN_K, SearchParams
 from search.rerank import CrossEncoderReranker, RerankerChoice, resolve_reranker
 from search.searcher import IndexStats, Searcher  # IndexStats is indexer.index.IndexStats
@@ -32,6 +32,7 @@ __all__ = [
     "IndexNotFoundError",
     "IndexStats",
     "IndexUnreadableError",
+    "Location",
     "ModelNotReadyError",
     "NoRerankerError",
     "Pair",

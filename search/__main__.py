@@ -68,12 +68,14 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"rank": rank, "doc_id": hit.doc_id, "title": hit.title,
                               "score": hit.score, "retriever_score": hit.retriever_score,
                               "rerank_score": hit.rerank_score, "mode": result.mode,
-                              "text": hit.text, "metadata": dict(hit.metadata)}))
+                              "text": hit.text, "metadata": dict(hit.metadata),
+                              "source": hit.source, "location": hit.location.to_dict()}))
             continue
         scores = f"{hit.score:.3f}"
         if hit.rerank_score is not None and hit.retriever_score is not None:
             scores += f" (retriever {hit.retriever_score:.3f})"
-        print(f"{rank:>2}. {scores}  {hit.title or hit.doc_id}  [{hit.doc_id}]")
+        where = f"  ({hit.location.label})" if hit.location else ""
+        print(f"{rank:>2}. {scores}  {hit.title or hit.doc_id}{where}  [{hit.doc_id}]")
         print(textwrap.indent(textwrap.shorten(hit.text, 300), "      "))
     if not args.json:
         reranked = f", reranked the top {result.reranked}" if result.reranked else ""

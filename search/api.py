@@ -62,6 +62,7 @@ from search.api_models import (
     FusionMethod,
     HealthResponse,
     HitOut,
+    LocationOut,
     MatchOut,
     Mode,
     SearchBatchRequest,
@@ -392,7 +393,7 @@ def search_response(query: str, request: SearchFields, result: SearchResult) -> 
                 rank=rank, doc_id=hit.doc_id, title=hit.title, text=hit.text,
                 start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
                 retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
-                metadata=dict(hit.metadata), source=hit.source,
+                metadata=dict(hit.metadata), source=hit.source, location=LocationOut(**hit.location.to_dict()),
                 matches=[MatchOut(start=m.start, end=m.end, term=m.term) for m in find_matches(hit.text, terms)],
             )
             for rank, hit in enumerate(result.hits, start=request.offset + 1)

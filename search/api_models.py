@@ -180,6 +180,15 @@ class MatchOut(BaseModel):
     term: str = Field(description="the BM25 term it matched (a stem of a query word)")
 
 
+class LocationOut(BaseModel):
+    page: int | None = Field(description="the passage's first page (1-based, as a PDF viewer counts); "
+                             "null where the document has no pages")
+    page_last: int | None = Field(description="its last page (equal to `page` on one page)")
+    section: list[str] = Field(description="its heading path, outermost first; empty without headings")
+    label: str = Field(description="how a person reads it: 'p. 7', 'pp. 7–8', 'Installation › Linux', "
+                       "or both joined by ' · '; empty when there is neither")
+
+
 class HitOut(BaseModel):
     rank: int
     doc_id: str
@@ -192,6 +201,7 @@ class HitOut(BaseModel):
     rerank_score: float | None = Field(description="the cross-encoder's score; null when not reranked")
     metadata: dict[str, Any]
     source: str = Field(description="the file the document was read from")
+    location: LocationOut = Field(description="where the passage is in its document: pages and headings")
     matches: list[MatchOut] = Field(
         description="the words of `text` the query matches as BM25 matches them (stop words left out, "
         "stems compared: 'opens' matches 'open'), whatever mode ran; empty when none do")

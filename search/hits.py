@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from indexer.sources.outline import Location
+
 if TYPE_CHECKING:
     from indexer.index import IndexStats
 
@@ -40,6 +42,10 @@ class Hit:
     A hit is immutable and hashable: `metadata` is a read-only view of a private copy of the
     document's metadata (`dict(hit.metadata)` gives a dict to change), and the hash leaves it out,
     so two equal hits hash alike. `to_dict()` is the hit as JSON-ready plain values.
+
+    `location` is where the passage sits in its document: its pages (PDF) and heading path
+    (Word, HTML, EPUB, Markdown, reST); `location.label` reads "p. 7 · Installation › Linux", and
+    is "" for a document without pages or headings (a JSONL record, plain text).
     """
 
     doc_id: str
@@ -53,6 +59,10 @@ class Hit:
     source: str = ""
     retriever_score: float | None = None
     rerank_score: float | None = None
+    location: Location = field(default_factory=Location)
+    # The file on this machine the document was read from (its folder joined to `source`); "" for
+    # documents added without one. The HTTP API leaves it out: it names no server paths.
+    path: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, MappingProxyType):
@@ -60,12 +70,16 @@ class Hit:
 
     def __hash__(self) -> int:
         return hash((self.doc_id, self.passage_id, self.title, self.text, self.score, self.start_char,
-                     self.end_char, self.source, self.retriever_score, self.rerank_score))
+                     self.end_char, self.source, self.retriever_score, self.rerank_score, self.location,
+                     self.path))
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON values: `doc_id`, `title`, `text`, `score`, `metadata` (a
-        dict), `passage_id`, `start_char`, `end_char`, `source`, `retriever_score`, `rerank_score`."""
-        return _plain(self)
+        dict), `passage_id`, `start_char`, `end_char`, `source`, `retriever_score`, `rerank_score`,
+        `location` (`Location.to_dict`: page, page_last, section, label), `path`."""
+        values = _plain(self)
+        values["location"] = self.location.to_dict()
+        return values
 
 
 @dataclass(frozen=True)

@@ -380,7 +380,8 @@ class Searcher:
         hits = [
             Hit(doc_id=record.doc_id, title=record.title, text=record.text, score=doc.score,
                 retriever_score=doc.score, metadata=record.metadata, passage_id=record.passage_id,
-                start_char=record.start_char, end_char=record.end_char, source=record.source)
+                start_char=record.start_char, end_char=record.end_char, source=record.source,
+                location=record.location, path=record.path)
             for doc, record in kept[:k]
         ]
         return hits, skipped

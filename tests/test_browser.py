@@ -33,6 +33,7 @@ import pytest
 from data.paths import PROJECT_ROOT
 from indexer import IndexConfig, build_index
 from search import SearchConfig
+from tests.indexer.sources.formats.samples import PAGE_TEXTS, write_pdf
 
 pytestmark = pytest.mark.integration
 
@@ -327,6 +328,34 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Glaciers'; }})()",
                                 "the uploaded document as the first hit")
             shots["upload"] = await page.screenshot(screenshots / "upload.png")
+
+            # A PDF uploaded the same way: a phrase from its second page finds it, labelled p. 2,
+            # with a link that opens the file at that page.
+            pdf = write_pdf(tmp_path / "nature.pdf", [" ".join([text] * 30) for text in PAGE_TEXTS],
+                            title="Nature and craft")
+            await page.set_files('[data-testid="stFileUploaderDropzoneInput"]', [pdf])
+            await page.wait_for(
+                """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
+                   .some(b => b.innerText.includes('Index these files') && !b.disabled)""",
+                "the Index button to enable for the PDF",
+            )
+            await page.click('[data-testid="stSidebar"] button', "Index these files")
+            await page.wait_for("document.body.innerText.includes('Added 1 new document')",
+                                "the PDF to be indexed")
+            await page.type_into(query_box, "sourdough bread wild yeast")
+            await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Nature and craft'; }})()",
+                                "the PDF as the first hit")
+            link = await page.wait_for(
+                """(() => { const a = [...document.querySelectorAll('[data-testid="stMain"] a')]
+                       .find(x => x.innerText.includes('Open nature.pdf at p. 2'));
+                   return a ? a.href : null; })()""", "the link to page 2")
+            assert link.endswith("#page=2"), link
+            caption = await page.evaluate(
+                """[...document.querySelectorAll('[data-testid="stCaptionContainer"]')].map(c => c.innerText)""")
+            assert any("nature.pdf · p. 2" in c for c in caption), caption
+            with urllib.request.urlopen(link.split("#")[0], timeout=30) as served:
+                assert served.read(5) == b"%PDF-"
+            shots["pdf"] = await page.screenshot(screenshots / "pdf.png")
     return shots
 
 

@@ -88,10 +88,14 @@ def result_caption(result: SearchResult) -> str:
 
 
 def source_caption(hit: Hit) -> str:
-    """The short line under a hit's title: where it comes from (details go in an expander)."""
+    """The short line under a hit's title: where it comes from and where in it the passage is
+    ("papers/a.pdf · p. 7", "guide.md · Installation › Linux"); details go in an expander."""
+    parts = [escape_name(hit.doc_id)]
     if hit.source and hit.source != hit.doc_id:
-        return f"{escape_name(hit.doc_id)} · {escape_name(hit.source)}"
-    return escape_name(hit.doc_id)
+        parts.append(escape_name(hit.source))
+    if hit.location:
+        parts.append(f"**{escape_name(hit.location.label)}**")
+    return " · ".join(parts)
 
 
 def details_line(hit: Hit, mode: str, match: Relevance | None) -> str:

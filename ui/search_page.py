@@ -29,6 +29,7 @@ from search import (
 from search.fusion import FUSIONS
 from search.params import MAX_K, SCREEN_K, SearchParams
 from ui.background_build import BackgroundBuild, BuildStatus
+from ui.document_links import show_document_links
 from ui.filters import filter_controls
 from ui.highlight import escape_markdown, escape_name, passage_markdown, snippet_markdown
 from ui.resources import (
@@ -136,6 +137,7 @@ def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None
                         "collection score (see BENCHMARKS.md), the same in every mode.")
         st.caption(source_caption(hit))
         st.markdown(snippet_markdown(hit.text, query, title=hit.title))
+        show_document_links(hit, f"{rank}-{hit.passage_id}")
         with st.expander("Full passage and scores"):
             st.caption(details_line(hit, mode, match))
             st.markdown(passage_markdown(hit.text, query))

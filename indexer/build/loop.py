@@ -97,6 +97,12 @@ def read_source(config: IndexConfig, report: BuildReport) -> list[Document]:
     """The source's documents; skipped input goes into `report` (an error with --strict), and a
     source with nothing to index fails before the index is touched."""
     def on_issue(issue: InputIssue) -> None:
+        if issue.partial:  # indexed, with a caveat (pages without text)
+            if config.strict:
+                raise BadInputError(f"{issue} (--strict turns these warnings into errors)")
+            logger.warning("%s", issue)
+            report.warnings.append(str(issue))
+            return
         if not issue.retains_stored:  # left out on purpose (a second link to a file): a warning
             logger.warning("%s", issue)
             report.warnings.append(str(issue))

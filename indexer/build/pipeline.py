@@ -2,7 +2,7 @@
 
     documents = read_source(config, report)                   # build_loop.py (readers.py)
     commit_in_chunks(config, ..., ModelEmbedder(model, ...))  # build_loop.py: plan, chunk, commit
-        -> embedder.passages(doc)   split_into_passages, the index's chunking settings
+        -> embedder.passages(doc)   split_into_sections, the index's chunking settings
         -> embedder.embed(...)      the model (or Ray) reads passage_text(title, passage)
 
 A build with nothing to embed (an unchanged source, or removals only) first runs the same loop
@@ -29,7 +29,7 @@ from indexer.build.loop import (
     read_source,
 )
 from indexer.build.report import BuildReport, ProgressCallback
-from indexer.sources.chunking import left_out, split_into_passages
+from indexer.sources.chunking import left_out, split_into_sections
 from indexer.build.config import DEFAULT_OVERLAP_TOKENS, IndexConfig
 from indexer.sources.documents import Document, PassageSpan
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
@@ -152,8 +152,8 @@ class PassageCutter:
     def __call__(self, doc: Document) -> list[PassageSpan]:
         spans = self.cut.get(doc.doc_id)
         if spans is None:
-            spans = split_into_passages(doc.text, self.tokenizer, self.passage_tokens,
-                                        self.overlap_tokens)
+            spans = split_into_sections(doc.text, [h.start for h in doc.outline.headings], self.tokenizer,
+                                        self.passage_tokens, self.overlap_tokens)
             self.cut[doc.doc_id] = spans
             for start, end in left_out(doc.text, spans):
                 self.warnings.append(

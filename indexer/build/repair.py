@@ -7,7 +7,7 @@ original source; only a changed model makes it re-embed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -19,7 +19,9 @@ from indexer.index import Index
 from indexer.model_spec import ModelSpec
 from indexer.sources.passage_text import bi_encoder_input
 from indexer.sources.documents import Document
-from indexer.sources.readers import read_labelled_file
+from indexer.sources.documents import source_file
+from indexer.sources.outline import outline_of_text
+from indexer.sources.readers import content_name, read_labelled_file
 from indexer.store import sql_store
 from indexer.store.manifest import read_manifest
 from indexer.store.schema import passage_checksum
@@ -179,8 +181,11 @@ def _original_document(stored) -> Document | None:
                     metadata=dict(stored.meta or {}))
     if kept.content_hash() == stored.content_hash:
         return kept
-    origin = Path(stored.origin)
-    path = origin / stored.source if origin.is_dir() else origin
+    # A Markdown or reST file's outline comes from its text (a PDF's does not: its file is read below).
+    outlined = replace(kept, outline=outline_of_text(content_name(Path(stored.source)), stored.text))
+    if outlined.outline and outlined.content_hash() == stored.content_hash:
+        return outlined
+    path = source_file(stored.origin, stored.source)
     if not path.is_file():
         return None
     try:

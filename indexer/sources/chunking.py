@@ -11,7 +11,7 @@ held about 1.6 GB of token objects at once (see `split_into_passages`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from indexer.sources.documents import PassageSpan
 
@@ -189,6 +189,43 @@ class _TokenStream:
         if start - self.base > len(self.offsets) // 2:
             del self.offsets[: start - self.base], self.word_ids[: start - self.base]
             self.base = start
+
+
+def section_groups(length: int, heading_starts: Sequence[int], min_chars: int) -> list[tuple[int, int]]:
+    """(start, end) of the stretches a text of `length` characters is cut into at its headings:
+    one per section, except that a section under `min_chars` characters (a heading followed at
+    once by a subheading, say) joins the next, so that no passage is a lone heading."""
+    cuts = sorted({0, *(s for s in heading_starts if 0 < s < length), length})
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for end in cuts[1:]:
+        if end - start >= min_chars or end == length:
+            groups.append((start, end))
+            start = end
+    if groups and groups[-1][1] - groups[-1][0] < min_chars and len(groups) > 1:
+        last = groups.pop()  # a short last section joins the one before it
+        groups[-1] = (groups[-1][0], last[1])
+    return groups
+
+
+def split_into_sections(
+    text: str,
+    heading_starts: Sequence[int],
+    tokenizer,
+    max_tokens: int,
+    overlap_tokens: int,
+) -> list[PassageSpan]:
+    """`split_into_passages` within each section, so that no passage straddles a heading and each
+    passage's heading path is the section it holds. A section shorter than about a quarter of a
+    passage (`max_tokens` characters, at roughly four characters a token) joins the next. Without
+    headings, the spans are exactly `split_into_passages`'."""
+    if not heading_starts:
+        return split_into_passages(text, tokenizer, max_tokens, overlap_tokens)
+    spans: list[PassageSpan] = []
+    for start, end in section_groups(len(text), heading_starts, max_tokens):
+        for span in split_into_passages(text[start:end], tokenizer, max_tokens, overlap_tokens):
+            spans.append(PassageSpan(len(spans), span.start_char + start, span.end_char + start))
+    return spans
 
 
 def left_out(text: str, spans: list[PassageSpan], min_chars: int = LONG_TOKEN_CHARS) -> list[tuple[int, int]]:

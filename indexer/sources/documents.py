@@ -9,7 +9,10 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from indexer.sources.outline import Outline
 
 # `semsearch_documents.doc_key` is VARCHAR(512): PostgreSQL refuses a longer id where
 # SQLite would store it, so the reader refuses it on every backend.
@@ -55,12 +58,21 @@ def path_problem(label: str, names_document: bool = True) -> str | None:
     return None
 
 
+def source_file(origin: str, source: str) -> Path:
+    """The file a stored document was read from: `source` (its path within the source) inside
+    `origin` (the folder or file a build read, resolved), or `origin` itself when that was a file."""
+    root = Path(origin)
+    return root / source if root.is_dir() else root
+
+
 @dataclass(frozen=True)
 class Document:
     """One source document. `doc_id` is stable across runs so re-indexing can diff.
 
     `line` is where the record starts in `source` (None for a whole-file document); it
-    only locates the record for messages, so it is not part of `content_hash`.
+    only locates the record for messages, so it is not part of `content_hash`. `outline` holds
+    the pages and headings of a whole-file document (PDF, Word, HTML, EPUB, Markdown, reST),
+    from which each passage's location is taken; it is hashed with the text when there is one.
     """
 
     doc_id: str
@@ -69,11 +81,16 @@ class Document:
     source: str
     metadata: dict[str, Any] = field(default_factory=dict)
     line: int | None = None
+    outline: Outline = field(default_factory=Outline)
 
     def content_hash(self) -> str:
-        """Hash of everything that ends up in the store, so any edit triggers a re-embed."""
+        """Hash of everything that ends up in the store, so any edit triggers a re-embed. A document
+        without an outline hashes as it did before outlines existed."""
+        content: dict[str, Any] = {"title": self.title, "text": self.text, "metadata": self.metadata}
+        if self.outline:
+            content["outline"] = self.outline.to_json()
         payload = json.dumps(
-            {"title": self.title, "text": self.text, "metadata": self.metadata},
+            content,
             sort_keys=True,
             ensure_ascii=False,
             default=str,
@@ -177,7 +194,9 @@ class InputIssue:
     `doc_id` is the skipped record's id when the reader knew it. `retains_stored` says
     whether what the index stored from this input stays (see `indexer.store.plan.Skipped`): true
     for input that could not be read this time, false for input left out on purpose (a
-    second path to a file already read, an index folder inside the source).
+    second path to a file already read, an index folder inside the source). `partial` marks a
+    caveat about a document that is indexed all the same (pages without a text layer): not a
+    skip, but a warning that `--strict` turns into an error.
     """
 
     path: str
@@ -187,6 +206,7 @@ class InputIssue:
     cli_hint: str | None = None
     doc_id: str | None = None
     retains_stored: bool = True
+    partial: bool = False
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path

@@ -1,10 +1,12 @@
-"""Turn a source path into documents: a folder of text files, .jsonl, .csv, or a BEIR corpus.
+"""Turn a source path into documents: a folder of files, .jsonl, .csv, or a BEIR corpus.
 
-Text is accepted by content, not by extension: a README, `.rst`, `.log` or a file
-without an extension is one document when its bytes decode as text (binary is
-told by NUL bytes, as `_decode` does), and a gzip-compressed file is read as
-what it holds (`notes.txt.gz`, `corpus.jsonl.gz`). Only `.jsonl` and `.csv` are
-read as records, one document each.
+Files are read by content, not by extension: a PDF by its header and a Word file or e-book by
+what its ZIP container holds, whatever their names (`indexer.sources.formats`); HTML by its
+name or its opening tag; and a README, `.rst`, `.log` or a file without an extension is one
+document when its bytes decode as text (binary is told by NUL bytes, as `_decode` does). A
+gzip-compressed file is read as what it holds (`notes.txt.gz`, `corpus.jsonl.gz`). Only
+`.jsonl` and `.csv` are read as records, one document each. Each whole-file document keeps
+its outline (pages, headings: `indexer.sources.outline`), from which every passage is located.
 
 Bad records never stop a build by default: each is reported through `on_issue`
 with its file and line and skipped. The caller decides whether an issue is fatal
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
+from indexer.sources import formats
 from indexer.sources.documents import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     Document,
@@ -37,6 +40,8 @@ from indexer.sources.documents import (
     path_problem,
     validate_document,
 )
+from indexer.sources.formats import Extracted, UnreadableDocument
+from indexer.sources.outline import outline_of_text
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +87,7 @@ _INVISIBLE = ("empty document: it holds only invisible characters (zero-width sp
 
 
 def _log_issue(issue: InputIssue) -> None:
-    logger.warning("skipped %s", issue)
+    logger.warning("%s %s", "indexed, but" if issue.partial else "skipped", issue)
 
 
 def _looks_like_utf16(head: bytes) -> bool:
@@ -140,8 +145,10 @@ def _gunzip(raw: bytes, label: str, on_issue: IssueHandler, limit: int | None) -
     return data
 
 
-def _read_text(path: Path, label: str, on_issue: IssueHandler, limit: int | None = None) -> str | None:
-    """The text of a file, decompressed first when it is gzip (by its magic bytes, not its name)."""
+def _read_text(path: Path, label: str, on_issue: IssueHandler, limit: int | None = None,
+               html: bool = False) -> str | None:
+    """The text of a file, decompressed first when it is gzip (by its magic bytes, not its name).
+    `html`: a page not in UTF-8 is decoded by the charset it declares (`formats.decode_html`)."""
     try:
         raw = path.read_bytes()
     except OSError as err:
@@ -151,6 +158,8 @@ def _read_text(path: Path, label: str, on_issue: IssueHandler, limit: int | None
         raw = _gunzip(raw, label, on_issue, limit)
         if raw is None:
             return None
+    if html:
+        return formats.decode_html(raw)
     return _decode(raw, on_issue, label)
 
 
@@ -204,21 +213,83 @@ def _rst_title(text: str, fallback: str) -> str:
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
-def text_title(name: str, text: str) -> str:
-    """The title of a text document named `name` (without `.gz`): a Markdown or reST heading,
-    else the name less a plain-text suffix ("notes.txt" -> "notes", "README.Debian" stays).
-    A title is one line: control characters in a file name (a newline) become a space."""
-    return _CONTROLS.sub(" ", _text_title(name, text)).strip() or "untitled"
+def one_line(title: str) -> str:
+    """A title is one line: control characters (a newline in a file name) become a space."""
+    return _CONTROLS.sub(" ", title).strip()
 
 
-def _text_title(name: str, text: str) -> str:
+def file_title(name: str, folder: str = "") -> str:
+    """A file's title when the document names none: its name less a plain-text suffix
+    ("notes.txt" -> "notes", "README.Debian" stays) after its parent folder within the source
+    ("pkg/README"), since three hits titled "README" in a row tell a reader nothing."""
     suffix = Path(name).suffix.lower()
-    fallback = Path(name).stem if suffix in PLAIN_TEXT_SUFFIXES else name
+    base = Path(name).stem if suffix in PLAIN_TEXT_SUFFIXES else name
+    parent = folder.rstrip("/").rsplit("/", 1)[-1] if folder else ""
+    return one_line(f"{parent}/{base}" if parent else base) or "untitled"
+
+
+def text_title(name: str, text: str, folder: str = "") -> str:
+    """The title of a text document named `name` (without `.gz`) in `folder` (its parent within the
+    source): a Markdown or reST heading, else `file_title`."""
+    suffix = Path(name).suffix.lower()
+    heading = ""
     if suffix in MARKDOWN_SUFFIXES:
-        return _title_from_text(text, fallback)
-    if suffix == ".rst":
-        return _rst_title(text, fallback)
-    return fallback
+        heading = _title_from_text(text, "")
+    elif suffix == ".rst":
+        heading = _rst_title(text, "")
+    return one_line(heading) or file_title(name, folder)
+
+
+def _folder_of(label: str) -> str:
+    return label.rsplit("/", 1)[0] if "/" in label else ""
+
+
+def _file_document(path: Path, label: str, extracted: Extracted, on_issue: IssueHandler) -> Document:
+    """The one document of a whole file; each warning of its reading is reported as it is indexed."""
+    for warning in extracted.warnings:
+        on_issue(InputIssue(label, None, warning, doc_id=label, partial=True))
+    title = one_line(extracted.title) or file_title(content_name(path), _folder_of(label))
+    return Document(doc_id=label, title=title, text=extracted.text, source=label, metadata=extracted.metadata,
+                    outline=extracted.outline)
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(8)
+    except OSError:
+        return b""  # reading it whole reports why
+
+
+def read_formatted_file(path: Path, label: str, on_issue: IssueHandler, kind: str) -> Iterator[Document]:
+    """The document of a PDF, Word file or e-book (`formats.detect`'s `kind`)."""
+    try:
+        extracted = formats.extract(path, kind)
+    except UnreadableDocument as err:
+        on_issue(InputIssue(label, None, str(err)))
+        return
+    except OSError as err:
+        on_issue(InputIssue(label, None, f"unreadable ({err.strerror or err})"))
+        return
+    yield _file_document(path, label, extracted, on_issue)
+
+
+def read_file(
+    path: Path,
+    label: str,
+    on_issue: IssueHandler,
+    max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> Iterator[Document]:
+    """The one document of a file that is not a record file: PDF, Word, EPUB, HTML or text."""
+    try:
+        kind = formats.detect(path, _head(path))
+    except UnreadableDocument as err:
+        on_issue(InputIssue(label, None, str(err)))
+        return
+    if kind is not None:
+        yield from read_formatted_file(path, label, on_issue, kind)
+    else:
+        yield from read_text_file(path, label, on_issue, max_document_chars)
 
 
 def read_text_file(
@@ -227,6 +298,7 @@ def read_text_file(
     on_issue: IssueHandler,
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
+    """A text file's document; HTML (by name or opening tag) is read for its main content."""
     if max_document_chars is not None:
         # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
         # larger file is refused without reading it into memory.
@@ -239,13 +311,23 @@ def read_text_file(
             on_issue(InputIssue(label, None, document_too_long(size_text, max_document_chars)))
             return
     limit = None if max_document_chars is None else _MAX_BYTES_PER_CHAR * max_document_chars + 4
-    text = _read_text(path, label, on_issue, limit)
+    name = content_name(path)
+    text = _read_text(path, label, on_issue, limit, html=name.lower().endswith(formats.HTML_SUFFIXES))
     if text is None:
         return
     if not has_visible_text(text):
         on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
         return
-    yield Document(doc_id=label, title=text_title(content_name(path), text), text=text, source=label)
+    if formats.is_html(name, text):
+        try:
+            extracted = formats.extract_html(text)
+        except UnreadableDocument as err:
+            on_issue(InputIssue(label, None, str(err)))
+            return
+        yield _file_document(path, label, extracted, on_issue)
+        return
+    yield Document(doc_id=label, title=text_title(name, text, _folder_of(label)), text=text, source=label,
+                   outline=outline_of_text(name, text))
 
 
 def json_kind(value: Any) -> str:
@@ -584,7 +666,7 @@ def read_labelled_file(
         return read_jsonl_file(path, label, on_issue)
     if suffix == ".csv":
         return read_csv_file(path, label, on_issue, *csv_columns)
-    return read_text_file(path, label, on_issue, max_document_chars)  # text, if it decodes as text
+    return read_file(path, label, on_issue, max_document_chars)
 
 
 def read_documents(

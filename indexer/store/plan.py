@@ -69,7 +69,7 @@ class Skipped:
         ids: set[str] = set()
         paths: set[str] = set()
         for issue in issues:
-            if not issue.retains_stored:
+            if not issue.retains_stored or issue.partial:
                 continue
             if issue.doc_id is not None:
                 ids.add(issue.doc_id)

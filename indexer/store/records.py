@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from indexer.model_spec import ModelSpec
+from indexer.sources.outline import Location
 
 if TYPE_CHECKING:
     from indexer.store.schema import IndexInfoRow
@@ -107,6 +108,8 @@ class PassageRecord:
     end_char: int
     metadata: dict[str, Any]
     source: str
+    location: Location = field(default_factory=Location)  # pages and heading path, where known
+    path: str = ""  # the file the document was read from (`indexer.sources.documents.source_file`)
 
 
 @dataclass(frozen=True)

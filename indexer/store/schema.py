@@ -69,6 +69,13 @@ class PassageRow(Base):
     # `passage_checksum(document title, text)`, written with the row; None in rows of an index
     # built before checksums (`repair` fills them in).
     text_hash: Mapped[str | None] = mapped_column(String(16), nullable=True, default=None)
+    # Where the passage is in its document (`indexer.sources.outline.Location`): its first and last
+    # page (PDF) and its heading path joined by " › "; None where the document has no pages or
+    # headings, and in rows of an index built before locations (added in place by
+    # `sql_store.create_schema`).
+    page_first: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
+    page_last: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
+    section: Mapped[str | None] = mapped_column(Text, nullable=True, default=None)
 
     document: Mapped[DocumentRow] = relationship(back_populates="passages")
 

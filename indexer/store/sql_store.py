@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Connection", "DatabaseError", "Engine", "OperationalError", "ProgrammingError", "Session",
     "all_passage_ids", "clear_rows", "count_documents", "count_passages", "create_schema",
-    "default_db_url", "delete_documents", "document_field_rows", "document_ids_after", "metadata_keys", "drop_schema", "has_text_checksums", "insert_documents", "is_locked_error",
+    "default_db_url", "delete_documents", "document_field_rows", "document_ids_after", "metadata_keys", "drop_schema", "has_text_checksums", "passage_columns", "insert_documents", "is_locked_error",
     "is_sqlite", "lock_database", "make_engine", "open_session", "passage_checksum_blocks", "passage_details",
     "passage_documents", "passage_text_blocks", "passage_texts", "read_build_id", "read_info",
     "restore_document", "schema_state", "set_aside_if_damaged", "set_text_hashes", "shown_url",
@@ -174,8 +174,12 @@ def create_schema(conn: Connection) -> None:
     table = IndexInfoRow.__table__
     if "layout" not in _info_columns(conn):  # a table of this format from before index types
         conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN layout JSON"))
-    if not has_text_checksums(conn):  # passages of this format from before checksums
+    present = passage_columns(conn)
+    if "text_hash" not in present:  # passages of this format from before checksums
         conn.execute(text(f"ALTER TABLE {PassageRow.__tablename__} ADD COLUMN text_hash VARCHAR(16)"))
+    for column, kind in LOCATION_COLUMNS.items():  # passages of this format from before locations
+        if column not in present:
+            conn.execute(text(f"ALTER TABLE {PassageRow.__tablename__} ADD COLUMN {column} {kind}"))
     if conn.dialect.name == "postgresql":
         _metadata_as_jsonb(conn)
 
@@ -192,9 +196,19 @@ def _metadata_as_jsonb(conn: Connection) -> None:
     conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{documents}_metadata ON {documents} USING gin (metadata)"))
 
 
+# Columns added to the passages table after its format was fixed, and their SQL types.
+LOCATION_COLUMNS = {"page_first": "INTEGER", "page_last": "INTEGER", "section": "TEXT"}
+
+
+def passage_columns(conn: Connection) -> frozenset[str]:
+    """The columns the passages table has: an index built before checksums lacks `text_hash`,
+    one built before locations lacks `LOCATION_COLUMNS`."""
+    return frozenset(column["name"] for column in inspect(conn).get_columns(PassageRow.__tablename__))
+
+
 def has_text_checksums(conn: Connection) -> bool:
     """Whether the passages table has its `text_hash` column (an index built since checksums)."""
-    return "text_hash" in {column["name"] for column in inspect(conn).get_columns(PassageRow.__tablename__)}
+    return "text_hash" in passage_columns(conn)
 
 
 def _info_columns(conn: Connection) -> set[str]:
@@ -232,9 +246,11 @@ def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
         yield ids[begin : begin + _ID_CHUNK]
 
 
-def passage_details(conn: Connection, ids: Sequence[int], checksums: bool = True) -> dict[int, Any]:
-    """Passage id -> row of (text, offsets, document key, title, metadata, source, and the
-    stored `text_hash` when `checksums`: a table from before them has no such column), one query.
+def passage_details(conn: Connection, ids: Sequence[int], checksums: bool = True,
+                    locations: bool = True) -> dict[int, Any]:
+    """Passage id -> row of (text, offsets, document key, title, metadata, source, the stored
+    `text_hash` when `checksums`, and page_first, page_last, section when `locations`: a table
+    from before them has no such columns), one query.
 
     Plain rows rather than ORM objects, and only for the passages that become
     hits: building a hundred ORM objects per query cost more than the search.
@@ -251,7 +267,9 @@ def passage_details(conn: Connection, ids: Sequence[int], checksums: bool = True
                 DocumentRow.title,
                 DocumentRow.meta.label("meta"),
                 DocumentRow.source,
+                DocumentRow.origin,
                 *((PassageRow.text_hash,) if checksums else ()),
+                *((PassageRow.page_first, PassageRow.page_last, PassageRow.section) if locations else ()),
             )
             .join(DocumentRow, PassageRow.document_id == DocumentRow.id)
             .where(PassageRow.id.in_(chunk))
@@ -425,8 +443,11 @@ def insert_documents(session: Session, docs: Sequence[Document], origin: str,
         )
         for span in spans:
             body = doc.text[span.start_char : span.end_char]
+            where = doc.outline.locate(span.start_char, span.end_char)
             passage = PassageRow(ordinal=span.ordinal, start_char=span.start_char, end_char=span.end_char,
-                                 text=body, text_hash=passage_checksum(doc.title, body))
+                                 text=body, text_hash=passage_checksum(doc.title, body),
+                                 page_first=where.page_first, page_last=where.page_last,
+                                 section=where.section_path or None)
             row.passages.append(passage)
             rows.append(passage)
             titled.append((doc.title, passage.text))

@@ -137,3 +137,20 @@ def test_tokenizer_never_sees_more_than_one_window(tokenizer):
     spans = split_into_passages(text, spy, 40, 8, window_chars=1000)
     assert len(seen) > 20 and max(seen) <= 1000
     assert spans == whole_text_spans(text, tokenizer, 40, 8)
+
+
+def test_sections_are_cut_at_their_headings_and_short_ones_join_the_next(tokenizer):
+    from indexer.sources.chunking import section_groups, split_into_sections
+    from indexer.sources.outline import markdown_outline
+
+    body = "Words about this part of the guide fill a paragraph of ordinary length here. " * 3
+    text = f"# Guide\n\n## Setup\n\n{body}\n\n## Use\n\n{body}\n\n## Tiny\n\nshort"
+    starts = [h.start for h in markdown_outline(text).headings]
+    groups = section_groups(len(text), starts, min_chars=40)
+    # "# Guide" alone is shorter than 40 characters, so it joins Setup; Tiny joins Use, the last
+    assert groups == [(0, text.index("## Use")), (text.index("## Use"), len(text))]
+    spans = split_into_sections(text, starts, tokenizer, max_tokens=40, overlap_tokens=8)
+    cut = text.index("## Use")
+    assert all(s.end_char <= cut or s.start_char >= cut for s in spans)  # none straddles a section
+    assert [s.ordinal for s in spans] == list(range(len(spans)))
+    assert split_into_sections(body, [], tokenizer, 40, 8) == split_into_passages(body, tokenizer, 40, 8)

@@ -97,8 +97,8 @@ def test_binary_invalid_utf8_empty_and_unsupported_files_are_reported(tmp_path):
     assert "bin.txt: binary file (it holds NUL bytes); only text is indexed" in issues
     assert "latin.txt:2: invalid UTF-8 at byte 12; re-save the file as UTF-8" in issues
     assert "empty.md: empty document" in issues
-    assert ("paper.pdf: binary file (a PDF); only text is indexed: extract its text to a .txt "
-            "file first") in issues
+    assert ("paper.pdf: damaged or truncated PDF (Failed to load document (PDFium: Data format error)); "
+            "download or export it again") in issues
     assert any(i.startswith("logo.png: binary file (a PNG image)") for i in issues)
 
 

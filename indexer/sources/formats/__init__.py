@@ -1,0 +1,118 @@
+"""Documents in other formats than plain text: PDF, Word (.docx), HTML and EPUB.
+
+A file's format is told by its content, as text is: a PDF by its `%PDF-` header wherever its
+name says otherwise, an office file or e-book by the parts its ZIP container holds, HTML by its
+name or its opening tag. `detect` decides; `extract` reads. Each reader returns an `Extracted`
+(text, outline of pages and headings, title, warnings) or raises `UnreadableDocument`.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+from indexer.sources.formats.extracted import Extracted, UnreadableDocument
+
+PDF, DOCX, EPUB, HTML = "pdf", "docx", "epub", "html"
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+_PDF_MAGIC = b"%PDF-"
+_ZIP_MAGIC = b"PK\x03\x04"
+_HTML_START = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
+# Office files and e-books that are ZIP containers but not read here: what to do instead.
+_OTHER_ZIPS = (
+    ("xl/workbook.xml", "an Excel workbook (.xlsx); save its sheets as .csv and index those"),
+    ("ppt/presentation.xml", "a PowerPoint file (.pptx), which is not read yet; export it as PDF and index that"),
+)
+_ODF = ("application/vnd.oasis.opendocument.", "an OpenDocument file (.odt/.ods/.odp), which is not read yet; "
+        "export it as .docx or PDF and index that")
+
+
+def is_binary_format(head: bytes) -> bool:
+    """Whether these first bytes open a PDF or a ZIP container, which `detect` reads by format."""
+    return head.startswith((_PDF_MAGIC, _ZIP_MAGIC))
+
+
+def _zip_kind(path: Path) -> str:
+    """DOCX or EPUB by the parts the container holds; anything else is refused, saying what it is."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            mimetype = archive.read("mimetype").decode("ascii", "replace").strip() if "mimetype" in names else ""
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        suffix = path.suffix.lower()
+        what = {".docx": "Word file", ".epub": "EPUB"}.get(suffix, "ZIP archive (or office file inside one)")
+        raise UnreadableDocument(f"damaged or truncated {what} ({err}); download or save it again") from err
+    if "word/document.xml" in names:
+        return DOCX
+    if mimetype == "application/epub+zip" or "META-INF/container.xml" in names and any(
+            n.endswith(".opf") for n in names):
+        return EPUB
+    for part, what in _OTHER_ZIPS:
+        if part in names:
+            raise UnreadableDocument(what)
+    if mimetype.startswith(_ODF[0]):
+        raise UnreadableDocument(_ODF[1])
+    raise UnreadableDocument("a ZIP archive that is not a Word file (.docx) or an e-book (.epub); unpack it "
+                             "and index the folder it holds")
+
+
+def detect(path: Path, head: bytes) -> str | None:
+    """PDF, DOCX or EPUB for a file whose first bytes are `head`, or None for any other file
+    (text, perhaps HTML: see `is_html`). Raises `UnreadableDocument` for a ZIP that is neither."""
+    if head.startswith(_PDF_MAGIC):
+        return PDF
+    if head.startswith(_ZIP_MAGIC):
+        return _zip_kind(path)
+    return None
+
+
+def is_html(name: str, text: str) -> bool:
+    """Whether a text file is HTML: by its name (.html, .htm, .xhtml), or by an opening
+    `<!DOCTYPE html>` or `<html>` tag (a saved page without an extension)."""
+    return name.lower().endswith(HTML_SUFFIXES) or _HTML_START.match(text[:4096]) is not None
+
+
+def extract(path: Path, kind: str) -> Extracted:
+    """The document in the file at `path`, read as `kind` (PDF, DOCX or EPUB)."""
+    if kind == PDF:
+        from indexer.sources.formats.pdf import read_pdf
+        return read_pdf(path)
+    if kind == DOCX:
+        from indexer.sources.formats.word import read_docx
+        return read_docx(path)
+    if kind == EPUB:
+        from indexer.sources.formats.epub import read_epub
+        return read_epub(path)
+    raise ValueError(f"unknown document format {kind!r}")
+
+
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def decode_html(raw: bytes) -> str:
+    """An HTML file's text: by its byte-order mark, else UTF-8, else the charset its <meta> tag
+    declares, else Windows-1252 (what browsers assume for an undeclared legacy page)."""
+    for bom, encoding in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        if raw.startswith(bom):
+            return raw[len(bom):].decode(encoding, errors="replace")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    declared = _CHARSET.search(raw[:4096])
+    if declared:
+        try:
+            return raw.decode(declared.group(1).decode("ascii"), errors="replace")
+        except LookupError:
+            pass
+    return raw.decode("cp1252", errors="replace")
+
+
+def extract_html(text: str) -> Extracted:
+    from indexer.sources.formats.html_page import read_html
+    return read_html(text)
+
+
+__all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "PDF", "Extracted", "UnreadableDocument", "decode_html", "detect",
+           "extract", "extract_html", "is_binary_format", "is_html"]

@@ -1,0 +1,96 @@
+"""PDF: the text layer, page by page, with each page's place in the text.
+
+pypdfium2 (Google's PDFium, the engine of Chromium's PDF viewer) was chosen by measurement on
+real manuals (bench/bench_documents.py, BENCHMARKS.md "Documents"): it read the most of each
+page's words as poppler's pdftotext reads them and was the fastest of pypdfium2, pypdf and
+pdfminer.six; it marks a word hyphenated across a line end (U+FFFE), so the word is joined
+again, and it reports a password-protected file as such. OCR is not attempted: a page without
+a text layer is named in a warning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from indexer.sources.formats.extracted import Extracted, UnreadableDocument, clean_text, garbled
+from indexer.sources.outline import Block, assemble, page_ranges
+
+# PDFium's error code for a file that needs a password (FPDF_ERR_PASSWORD).
+_PASSWORD_ERROR = 4
+# PDF producers that put their own name, not the document's, in the Title field.
+_NOT_TITLES = ("untitled", "microsoft word - ", "powerpoint presentation")
+
+
+def _open(path: Path) -> pdfium.PdfDocument:
+    try:
+        return pdfium.PdfDocument(path)
+    except pdfium.PdfiumError as err:
+        if getattr(err, "err_code", None) == _PASSWORD_ERROR:
+            raise UnreadableDocument("encrypted PDF (it needs a password to open); save an unprotected copy "
+                                     "(for example with qpdf --decrypt) and index that") from err
+        reason = str(err).rstrip(".")
+        raise UnreadableDocument(f"damaged or truncated PDF ({reason}); download or export it again") from err
+
+
+def _page_text(pdf: pdfium.PdfDocument, index: int) -> tuple[str, bool]:
+    """The page's text (a hyphen PDFium marks at a line end joins its word again), and whether
+    the page holds an image (a page without text but with an image is a scan)."""
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            text = textpage.get_text_range().replace("\ufffe", "")
+        finally:
+            textpage.close()
+        has_image = next(iter(page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2)), None) is not None
+    finally:
+        page.close()
+    return clean_text(text), has_image
+
+
+def _title(pdf: pdfium.PdfDocument) -> str:
+    title = " ".join(str(pdf.get_metadata_dict().get("Title") or "").split())
+    lowered = title.lower()
+    if not title or any(lowered.startswith(junk) for junk in _NOT_TITLES) or lowered.endswith((".dvi", ".tex", ".doc", ".docx")):
+        return ""
+    return title
+
+
+def read_pdf(path: Path) -> Extracted:
+    """The PDF's text, one block per page, with page starts in its outline. Pages without a text
+    layer, and pages whose text is garbled, are left out and named in a warning."""
+    pdf = _open(path)
+    try:
+        pages = len(pdf)
+        blocks: list[Block] = []
+        scanned: list[int] = []
+        garbage: dict[str, list[int]] = {}
+        for index in range(pages):
+            text, has_image = _page_text(pdf, index)
+            number = index + 1
+            problem = garbled(text)
+            if problem:
+                garbage.setdefault(problem, []).append(number)
+                text = ""
+            elif not text.strip() and has_image:
+                scanned.append(number)
+            blocks.append(Block(text, page=number))
+        title = _title(pdf)
+    finally:
+        pdf.close()
+    text, outline = assemble(blocks)
+    warnings = []
+    if scanned:
+        warnings.append(f"no text layer on {'page' if len(scanned) == 1 else 'pages'} {page_ranges(scanned)} "
+                        f"of {pages} (scanned images); OCR is not supported, so their text is not indexed")
+    for problem, numbers in garbage.items():
+        warnings.append(f"the text of {'page' if len(numbers) == 1 else 'pages'} {page_ranges(numbers)} "
+                        f"of {pages} is garbled ({problem}), so it is not indexed; re-export the PDF "
+                        "with its fonts embedded, or extract its text another way")
+    if not text.strip():
+        reason = "; ".join(warnings) if warnings else f"no text on any of its {pages} pages"
+        raise UnreadableDocument(f"PDF without text to index: {reason}")
+    return Extracted(text=text, outline=outline, title=title, warnings=tuple(warnings))

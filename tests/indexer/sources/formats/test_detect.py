@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from indexer.sources.formats import DOCX, EPUB, PDF, UnreadableDocument, detect, is_html
+from tests.indexer.sources.formats.samples import (
+    PAGE_TEXTS,
+    write_docx,
+    write_epub,
+    write_pdf,
+    write_zip,
+)
+
+
+def head(path):
+    return path.read_bytes()[:8]
+
+
+def test_formats_are_told_by_content_not_name(tmp_path):
+    pdf = write_pdf(tmp_path / "report.bin", PAGE_TEXTS)
+    word = write_docx(tmp_path / "letter", [("p", "Dear reader")])
+    book = write_epub(tmp_path / "book.zip", [("One", "<p>text</p>")])
+    assert (detect(pdf, head(pdf)), detect(word, head(word)), detect(book, head(book))) == (PDF, DOCX, EPUB)
+    plain = tmp_path / "notes.txt"
+    plain.write_text("plain")
+    assert detect(plain, head(plain)) is None
+
+
+@pytest.mark.parametrize(("files", "problem"), [
+    ({"a.txt": "hello"}, "a ZIP archive that is not a Word file"),
+    ({"xl/workbook.xml": "<x/>"}, "an Excel workbook"),
+    ({"ppt/presentation.xml": "<x/>"}, "a PowerPoint file"),
+    ({"mimetype": "application/vnd.oasis.opendocument.text"}, "an OpenDocument file"),
+])
+def test_other_zips_are_refused_saying_what_they_are(tmp_path, files, problem):
+    path = write_zip(tmp_path / "thing.zip", files)
+    with pytest.raises(UnreadableDocument, match=problem):
+        detect(path, head(path))
+
+
+def test_html_by_name_or_opening_tag():
+    assert is_html("page.HTM", "anything")
+    assert is_html("saved", "  <!-- saved from url -->\n<!DOCTYPE html><html>")
+    assert is_html("index", "<html lang='en'><body>")
+    assert not is_html("notes.txt", "text that mentions <html> later")

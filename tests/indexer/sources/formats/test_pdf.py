@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import pytest
+
+from indexer.sources.formats import UnreadableDocument
+from indexer.sources.formats.pdf import read_pdf
+from tests.indexer.sources.formats.samples import (
+    PAGE_TEXTS,
+    truncate,
+    write_letter_per_line_pdf,
+    write_pdf,
+    write_scanned_pdf,
+)
+
+LONG = "Garbled text set letter by letter in a broken export of a document about bridges and bread. " * 2
+
+
+def test_each_page_of_text_is_located_on_its_page(tmp_path):
+    extracted = read_pdf(write_pdf(tmp_path / "a.pdf", PAGE_TEXTS, title="Nature and craft"))
+    assert extracted.title == "Nature and craft" and extracted.warnings == ()
+    for number, page_text in enumerate(PAGE_TEXTS, start=1):
+        start = extracted.text.index(page_text[:40])
+        assert extracted.outline.locate(start, start + len(page_text)).page_first == number
+    assert len(extracted.outline.page_starts) == 3
+
+
+def test_a_blank_page_keeps_the_numbering_of_the_pages_after_it(tmp_path):
+    extracted = read_pdf(write_pdf(tmp_path / "a.pdf", [PAGE_TEXTS[0], "", PAGE_TEXTS[1]]))
+    start = extracted.text.index(PAGE_TEXTS[1][:30])
+    assert extracted.outline.locate(start, start + 20).label == "p. 3"
+    assert extracted.warnings == ()  # a blank page is no scan
+
+
+def test_scanned_pages_are_named_and_the_text_pages_indexed(tmp_path):
+    extracted = read_pdf(write_scanned_pdf(tmp_path / "s.pdf", [PAGE_TEXTS[0]], scanned=12))
+    assert extracted.warnings == ("no text layer on pages 1–12 of 13 (scanned images); OCR is not supported, "
+                                  "so their text is not indexed",)
+    assert extracted.outline.locate(0, 10).page_first == 13
+
+
+def test_a_wholly_scanned_pdf_is_unreadable(tmp_path):
+    with pytest.raises(UnreadableDocument, match="no text layer on pages 1–3 of 3"):
+        read_pdf(write_scanned_pdf(tmp_path / "s.pdf", [], scanned=3))
+
+
+def test_an_encrypted_pdf_says_so(tmp_path):
+    with pytest.raises(UnreadableDocument, match="encrypted PDF .* password"):
+        read_pdf(write_pdf(tmp_path / "e.pdf", PAGE_TEXTS, password="secret"))
+
+
+def test_a_truncated_pdf_says_so(tmp_path):
+    path = truncate(write_pdf(tmp_path / "t.pdf", PAGE_TEXTS), 0.5)
+    with pytest.raises(UnreadableDocument, match="damaged or truncated PDF"):
+        read_pdf(path)
+
+
+def test_text_set_letter_by_letter_is_detected_and_left_out(tmp_path):
+    path = write_letter_per_line_pdf(tmp_path / "g.pdf", LONG, normal_pages=[PAGE_TEXTS[2]])
+    extracted = read_pdf(path)
+    assert len(extracted.warnings) == 1
+    assert extracted.warnings[0].startswith("the text of page 1 of 2 is garbled (text set letter by letter")
+    assert extracted.text.strip() == PAGE_TEXTS[2]
+    assert extracted.outline.locate(0, 5).page_first == 2
+
+
+def test_only_garbled_text_is_unreadable(tmp_path):
+    with pytest.raises(UnreadableDocument, match="garbled"):
+        read_pdf(write_letter_per_line_pdf(tmp_path / "g.pdf", LONG))
+
+
+def test_hyphens_at_line_ends_and_ligatures_are_joined(tmp_path):
+    from indexer.sources.formats.extracted import clean_text
+    assert clean_text("ef\ufb01cient\r\nﬂow") == "efficient\nflow"

@@ -1,0 +1,73 @@
+"""Links from a hit to its document: a download of the local file, and a PDF opened at the page.
+
+A whole-file document (a PDF, a Word file, a page, a text file) was read from a file on this
+machine (`Hit.path`); a record of a .jsonl or .csv has no file of its own, so it gets no link.
+The download is deferred: the file is read only when the button is pressed. A PDF hit with a
+page also gets a link that opens the file in the browser's viewer at that page (`#page=N`,
+which Chromium's and Firefox's viewers follow); the file is served by Streamlit's own media
+store for as long as the hit is on the page, so nothing but the shown PDFs is ever served.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+
+import streamlit as st
+from streamlit import runtime
+
+from search import Hit
+from ui.highlight import escape_name
+
+# Streamlit holds a served file in memory while its hit is shown; the upload limit bounds it.
+MAX_SERVED_BYTES = 50 * 1024 * 1024
+
+
+def local_file(hit: Hit) -> Path | None:
+    """The file a whole-file document was read from, when it is still there; else None."""
+    if not hit.path or hit.doc_id != hit.source:
+        return None
+    path = Path(hit.path)
+    return path if path.is_file() else None
+
+
+def pdf_page_url(path: Path, page: int, key: str) -> str | None:
+    """A URL that opens the PDF at `path` at `page` in the browser's viewer; None when it cannot be
+    served (too large, unreadable, or no Streamlit runtime)."""
+    try:
+        if path.stat().st_size > MAX_SERVED_BYTES or not runtime.exists():
+            return None
+        url = runtime.get_instance().media_file_mgr.add(str(path), "application/pdf", key)
+    except OSError:
+        return None
+    return f"{url}#page={page}"
+
+
+def _is_pdf(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(5) == b"%PDF-"
+    except OSError:
+        return False
+
+
+def _reader(path: Path):
+    def read() -> bytes:
+        return path.read_bytes()
+    return read
+
+
+def show_document_links(hit: Hit, key: str) -> None:
+    """The download button and, for a PDF hit on a known page, the link to open it there."""
+    path = local_file(hit)
+    if path is None:
+        return
+    columns = st.columns([1, 1])
+    mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    columns[0].download_button(f"Download {path.name}", data=_reader(path), file_name=path.name, mime=mime,
+                               key=f"download-{key}", icon=":material/download:", on_click="ignore")
+    page = hit.location.page_first
+    if page is not None and _is_pdf(path):
+        url = pdf_page_url(path, page, f"pdf-{key}")
+        if url is not None:
+            columns[1].markdown(f"[Open {escape_name(path.name)} at p. {page} ↗]({url})")
