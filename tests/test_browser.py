@@ -340,7 +340,7 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
                 "the Index button to enable for the PDF",
             )
             await page.click('[data-testid="stSidebar"] button', "Index these files")
-            await page.wait_for("document.body.innerText.includes('Added 1 new document')",
+            await page.wait_for(f"document.body.innerText.includes('The index now holds {len(DOCS) + 2} documents')",
                                 "the PDF to be indexed")
             await page.type_into(query_box, "sourdough bread wild yeast")
             await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Nature and craft'; }})()",

@@ -188,3 +188,22 @@ def test_save_uploads_never_writes_through_a_symbolic_link(tmp_path: Path) -> No
         save_uploads([("a.txt", b"x")], linked)
     assert not (tmp_path / "elsewhere").exists()
     assert save_uploads([("notes2.txt", b"fine")], folder) == ["notes2.txt"]
+
+
+def test_uploads_take_the_formats_a_build_reads_with_the_same_errors(tmp_path: Path) -> None:
+    from tests.indexer.sources.formats.samples import PAGE_TEXTS, write_docx, write_pdf
+
+    pdf = write_pdf(tmp_path / "nature.pdf", [" ".join([text] * 30) for text in PAGE_TEXTS], title="Nature and craft")
+    word = write_docx(tmp_path / "kayak.docx", [("h1", "Kayaks"), ("h2", "Paddling"),
+                                                ("p", "Keep the paddle blade vertical for a strong stroke.")])
+    locked = write_pdf(tmp_path / "locked.pdf", PAGE_TEXTS, password="secret")
+    index = tmp_path / "index"
+    result = index_uploads([(p.name, p.read_bytes()) for p in (pdf, word, locked)], index)
+    assert result.report.documents_added == 2
+    assert result.issues == ["locked.pdf: encrypted PDF (it needs a password to open); save an unprotected "
+                             "copy (for example with qpdf --decrypt) and index that"]
+    with Searcher(index) as searcher:
+        hit = searcher.search("sourdough wild yeast ferment the flour", k=1, mode="bm25")[0]
+        assert (hit.doc_id, hit.title, hit.location.label) == ("nature.pdf", "Nature and craft", "p. 2")
+        hit = searcher.search("paddle blade stroke", k=1, mode="bm25")[0]
+        assert (hit.doc_id, hit.location.label) == ("kayak.docx", "Kayaks › Paddling")

@@ -248,3 +248,41 @@ def test_a_build_with_nothing_to_embed_still_refuses_damaged_files_and_another_m
     vector_file.write_bytes(vector_file.read_bytes()[:-8])
     with pytest.raises(IndexUnreadableError, match="damaged"):
         build_index(config(topic_corpus, index_dir, tiny_model))
+
+
+# --- documents in other formats (issue 28) ------------------------------------------------------
+
+
+def test_a_partly_scanned_pdf_is_indexed_with_a_warning_that_strict_makes_an_error(tmp_path, tiny_model):
+    from tests.indexer.sources.formats.samples import PAGE_TEXTS, write_scanned_pdf
+
+    source = tmp_path / "papers"
+    source.mkdir()
+    write_scanned_pdf(source / "scan.pdf", PAGE_TEXTS[:1], scanned=2)
+    with pytest.raises(BadInputError, match=r"scan.pdf: no text layer on pages 1–2 of 3 .*--strict"):
+        build_index(config(source, tmp_path / "idx", tiny_model, strict=True))
+    assert not (tmp_path / "idx").exists()
+    report = build_index(config(source, tmp_path / "idx", tiny_model))
+    assert report.total_documents == 1 and report.issues == []
+    assert any("scan.pdf: no text layer on pages 1–2 of 3" in w for w in report.warnings)
+
+
+def test_a_document_that_turns_unreadable_keeps_its_stored_version(tmp_path, tiny_model):
+    from tests.indexer.sources.formats.samples import PAGE_TEXTS, truncate, write_docx, write_pdf
+
+    source = tmp_path / "papers"
+    source.mkdir()
+    write_pdf(source / "a.pdf", PAGE_TEXTS)
+    write_docx(source / "b.docx", [("h1", "Intro"), ("p", "A Word file about kayaks.")])
+    (source / "notes.txt").write_text("Notes that stay readable.", encoding="utf-8")
+    build_index(config(source, tmp_path / "idx", tiny_model))
+    before = store_state(tmp_path / "idx")
+    truncate(source / "a.pdf")
+    truncate(source / "b.docx")
+    report = build_index(config(source, tmp_path / "idx", tiny_model))
+    assert sorted(str(i) for i in report.issues) == [
+        "a.pdf: damaged or truncated PDF (Failed to load document (PDFium: Data format error)); download or "
+        "export it again",
+        "b.docx: damaged or truncated Word file (File is not a zip file); download or save it again"]
+    assert report.documents_removed == 0 and store_state(tmp_path / "idx") == before
+    assert any("kept the stored version of 2 document(s)" in w for w in report.warnings)

@@ -20,6 +20,8 @@ from indexer.sources.readers import read_documents
 LICENSES = Path("/usr/share/common-licenses")
 DOC = Path("/usr/share/doc")
 MAN = Path("/usr/share/man")
+TEXLIVE = DOC / "texlive-doc" / "latex"
+PYTHON_HTML = DOC / "python3.11" / "html" / "library"
 HTML_PAGES = ("python3/python-policy.html", "socat/socat.html", "zlib1g-dev/examples/zlib_how.html",
               "libxslt1-dev/html/html/libxslt-transform.html", "libjs-underscore/index.html")
 
@@ -66,6 +68,27 @@ def html_pages(tmp_path: Path) -> Path:
     return copy(files, DOC, tmp_path / "html")
 
 
+def texlive_pdfs(tmp_path: Path) -> Path:
+    """LaTeX manuals of texlive-latex-base-doc: the largest (over a thousand pages) and three of
+    middle size (tens of pages)."""
+    found = sorted(TEXLIVE.rglob("*.pdf"), key=lambda p: (-p.stat().st_size, p.as_posix())) if TEXLIVE.is_dir() else []
+    found = [p for p in found if not p.is_symlink()]
+    files = found[:1] + found[len(found) // 2:len(found) // 2 + 3]
+    if len(files) < 2:
+        pytest.skip(f"real PDFs: found {len(files)} under {TEXLIVE}; apt-get install texlive-latex-base-doc "
+                    "(.ci/run installs it)")
+    return copy(files, TEXLIVE, tmp_path / "pdf")
+
+
+def python_html(tmp_path: Path) -> Path:
+    """Forty pages of the Python library reference as Sphinx writes them (python3.11-doc)."""
+    files = sorted(PYTHON_HTML.glob("*.html"))[::5][:40] if PYTHON_HTML.is_dir() else []
+    if len(files) < 10:
+        pytest.skip(f"real HTML documentation: found {len(files)} pages under {PYTHON_HTML}; apt-get install "
+                    "python3.11-doc (.ci/run installs it)")
+    return copy(files, PYTHON_HTML, tmp_path / "pyhtml")
+
+
 def unique_phrase(text: str, others: list[str]) -> str:
     """A line of `text` of 6 to 20 words that no other document holds."""
     for line in text.splitlines()[len(text.splitlines()) // 3:]:
@@ -76,8 +99,9 @@ def unique_phrase(text: str, others: list[str]) -> str:
     pytest.fail("no line of the longest file is its own")
 
 
-@pytest.mark.parametrize("collection", [licenses_largest_first, debian_docs, man5_pages, html_pages],
-                         ids=["common-licenses-largest-first", "usr-share-doc", "man5-translated", "html"])
+@pytest.mark.parametrize("collection", [licenses_largest_first, debian_docs, man5_pages, html_pages, python_html],
+                         ids=["common-licenses-largest-first", "usr-share-doc", "man5-translated", "html",
+                              "python-html-docs"])
 def test_a_real_collection_builds_and_its_longest_file_is_found(collection, tmp_path, tiny_model):
     from search import Searcher
 
@@ -100,3 +124,33 @@ def test_a_real_collection_builds_and_its_longest_file_is_found(collection, tmp_
     finally:
         searcher.close()
     assert hits and hits[0].doc_id == longest.doc_id, (phrase, [h.doc_id for h in hits])
+
+
+def test_a_phrase_from_page_n_of_a_real_manual_is_found_on_page_n(tmp_path, tiny_model):
+    import pypdfium2 as pdfium
+
+    from search import Searcher
+
+    source = texlive_pdfs(tmp_path)
+    report = build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model,
+                                     show_progress=False))
+    assert report.total_documents == len(list(source.rglob("*.pdf"))) and not report.issues, report.summary()
+    largest = max(source.rglob("*.pdf"), key=lambda p: p.stat().st_size)
+    pdf = pdfium.PdfDocument(largest)
+    try:
+        page = len(pdf) // 2
+        lines = pdf[page - 1].get_textpage().get_text_range().replace("\ufffe", "").splitlines()
+    finally:
+        pdf.close()
+    others = [doc.text for doc in read_documents(source, on_issue=lambda issue: None)
+              if doc.doc_id != largest.relative_to(source).as_posix()]
+    phrase = next((" ".join(line.split()) for line in lines
+                   if 6 <= len(line.split()) <= 16 and line.isascii()
+                   and not any(" ".join(line.split()) in other for other in others)), None)
+    assert phrase, f"page {page} of {largest.name} has no line of its own"
+    with Searcher(tmp_path / "idx", model_loading="lazy") as searcher:
+        hits = searcher.search(phrase, k=3, mode="bm25")
+    top = hits[0]
+    assert top.doc_id == largest.relative_to(source).as_posix(), (phrase, [h.doc_id for h in hits])
+    assert top.location.page_first <= page <= top.location.page_last, (phrase, page, top.location)
+    assert phrase.split()[0] in top.text
