@@ -8,6 +8,7 @@ warning is reported, and `--strict` turns it into an error.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,9 @@ _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi",
 # character, private-use code points, and control characters other than line breaks and tabs.
 _UNDECODABLE = frozenset({"Co", "Cs", "Cn"})
 _MIN_CHARS_TO_JUDGE = 80
+# Dot leaders of a table of contents or an index ("Installation . . . . . 12"): punctuation that
+# is layout, not text, and would otherwise make such a page read as "mostly symbols".
+_LEADERS = re.compile(r"(?:[.·…_\-–—]\s?){3,}")
 
 
 def clean_text(text: str) -> str:
@@ -48,9 +52,11 @@ def garbled(text: str) -> str | None:
     (replacement or private-use characters), text set letter by letter (most "words" one
     character long, as one character per line or letters spaced apart read), and mostly symbols
     instead of letters (a font whose encoding maps letters to other code points). Ordinary prose
-    has a few percent of one-letter words, and formulas about half at most. Text under
-    `_MIN_CHARS_TO_JUDGE` visible characters is not judged.
+    has a few percent of one-letter words, and formulas about half at most. Dot leaders (a table
+    of contents, an index) are not counted. Text under `_MIN_CHARS_TO_JUDGE` visible characters
+    is not judged.
     """
+    text = _LEADERS.sub(" ", text)
     visible = [ch for ch in text if not ch.isspace()]
     if len(visible) < _MIN_CHARS_TO_JUDGE:
         return None
