@@ -7,8 +7,10 @@
 - any other page goes to trafilatura, whose heuristics are built to drop navigation, footers,
   sidebars, cookie banners and share buttons from unmarked markup; it keeps headings, lists,
   tables and code. When it finds nothing, the whole body is read, less page furniture.
-Chosen by measurement (bench/bench_documents.py, BENCHMARKS.md "Documents"): trafilatura alone
-flattened a short page's headings into one paragraph and lost the heading path.
+Chosen by measurement (BENCHMARKS.md, "Documents: choosing the readers"): on the Python
+documentation the marked-main reading keeps every heading at its level and every code block,
+with trafilatura's word recall and far faster, while trafilatura's own output lost headings (and
+flattened a short page's headings into one paragraph); markitdown kept the sidebar navigation.
 
 `html_blocks` reads every element of a fragment in order: an e-book's chapters, which have no
 boilerplate to drop.

@@ -1,11 +1,11 @@
 """PDF: the text layer, page by page, with each page's place in the text.
 
 pypdfium2 (Google's PDFium, the engine of Chromium's PDF viewer) was chosen by measurement on
-real manuals (bench/bench_documents.py, BENCHMARKS.md "Documents"): it read the most of each
-page's words as poppler's pdftotext reads them and was the fastest of pypdfium2, pypdf and
-pdfminer.six; it marks a word hyphenated across a line end (U+FFFE), so the word is joined
-again, and it reports a password-protected file as such. OCR is not attempted: a page without
-a text layer is named in a warning.
+real TeX Live manuals (BENCHMARKS.md, "Documents: choosing the readers"): it keeps as many of each
+page's words as pdfminer.six does, at many times its speed, with exact page boundaries; pypdf
+glued the words of LuaTeX PDFs together. PDFium marks a word hyphenated across a line end
+(U+FFFE), so the word is joined again, and it reports a password-protected file as such. OCR is
+not attempted: a page without a text layer is named in a warning.
 """
 
 from __future__ import annotations
