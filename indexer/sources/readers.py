@@ -298,7 +298,8 @@ def read_text_file(
     on_issue: IssueHandler,
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
-    """A text file's document; HTML (by name or opening tag) is read for its main content."""
+    """A text file's document; HTML (by name or opening tag) is read for its main content, and a
+    manual page (roff) as groff typesets it."""
     if max_document_chars is not None:
         # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
         # larger file is refused without reading it into memory.
@@ -318,9 +319,11 @@ def read_text_file(
     if not has_visible_text(text):
         on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
         return
-    if formats.is_html(name, text):
+    reader = formats.extract_html if formats.is_html(name, text) else \
+        formats.extract_manpage if formats.is_manpage(text) else None
+    if reader is not None:
         try:
-            extracted = formats.extract_html(text)
+            extracted = reader(text)
         except UnreadableDocument as err:
             on_issue(InputIssue(label, None, str(err)))
             return

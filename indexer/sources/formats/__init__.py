@@ -1,8 +1,9 @@
-"""Documents in other formats than plain text: PDF, Word (.docx), HTML and EPUB.
+"""Documents in other formats than plain text: PDF, Word (.docx), HTML, EPUB and manual pages.
 
 A file's format is told by its content, as text is: a PDF by its `%PDF-` header wherever its
 name says otherwise, an office file or e-book by the parts its ZIP container holds, HTML by its
-name or its opening tag. `detect` decides; `extract` reads. Each reader returns an `Extracted`
+name or its opening tag, a manual page by its roff title and section lines. `detect` decides
+for binary files; `extract` reads them. Each reader returns an `Extracted`
 (text, outline of pages and headings, title, warnings) or raises `UnreadableDocument`.
 """
 
@@ -114,5 +115,16 @@ def extract_html(text: str) -> Extracted:
     return read_html(text)
 
 
+def is_manpage(text: str) -> bool:
+    """Whether a text file is a manual page in roff (see `manpage.is_manpage`)."""
+    from indexer.sources.formats.manpage import is_manpage as roff
+    return roff(text)
+
+
+def extract_manpage(text: str) -> Extracted:
+    from indexer.sources.formats.manpage import read_manpage
+    return read_manpage(text)
+
+
 __all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "PDF", "Extracted", "UnreadableDocument", "decode_html", "detect",
-           "extract", "extract_html", "is_binary_format", "is_html"]
+           "extract", "extract_html", "extract_manpage", "is_binary_format", "is_html", "is_manpage"]
