@@ -5,6 +5,11 @@ download: the language reference topics of `pydoc_data.topics`, the docstrings
 of the built-in functions and types, and those of the standard-library modules. Docstrings are read from the source
 with `ast`, never by importing, because some modules act on import
 (`antigravity` opens a browser, `this` prints).
+
+Docstrings say what a function does, not how to do a task ("sort a dictionary by value"), so
+where the machine also has Python's HTML documentation (Debian's `python3.X-doc`, or a folder
+given with `--docs`), the Tutorial and the HOWTOs join the corpus, one document per section,
+read by the indexer's HTML reader and titled by their heading path.
 """
 
 from __future__ import annotations
@@ -164,11 +169,58 @@ def iter_module_documents() -> Iterator[dict]:
             yield doc
 
 
-def build_demo_corpus(out_path: Path | str) -> Path:
+_MIN_SECTION_CHARS = 80
+# The guides that answer how-to questions, in this order.
+GUIDES = (("tutorial", "Tutorial"), ("howto", "HOWTO"))
+
+
+def default_docs_dir() -> Path | None:
+    """Debian's HTML documentation of the running Python, when installed."""
+    folder = Path(f"/usr/share/doc/python{sys.version_info.major}.{sys.version_info.minor}/html")
+    return folder if (folder / "tutorial").is_dir() else None
+
+
+def _sections(text: str, headings) -> Iterator[tuple[tuple[str, ...], str]]:
+    """(heading path, text) of each section down to level 2 of a page's outline."""
+    from indexer.sources.outline import Outline
+
+    outline = Outline(headings=tuple(headings))
+    cuts = [h.start for h in outline.headings if h.level <= 2] or [0]
+    cuts = sorted({0, *cuts, len(text)})
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        body = text[start:end].strip()
+        if len(body) >= _MIN_SECTION_CHARS:  # not a chapter heading alone
+            yield outline.section_at(start), body
+
+
+def iter_guide_documents(docs_dir: Path | None) -> Iterator[dict]:
+    """One document per section (down to level 2) of the Tutorial and HOWTO pages under
+    `docs_dir`, titled "Tutorial: 5. Data Structures › 5.5. Dictionaries"; none without it."""
+    if docs_dir is None:
+        return
+    from indexer.sources.formats import UnreadableDocument, decode_html, extract_html
+
+    for folder, label in GUIDES:
+        for page in sorted((docs_dir / folder).glob("*.html")):
+            if page.name == "index.html":
+                continue
+            try:
+                extracted = extract_html(decode_html(page.read_bytes()))
+            except (OSError, UnreadableDocument) as err:
+                logger.warning("skipped %s: %s", page, err)
+                continue
+            for number, (path, body) in enumerate(_sections(extracted.text, extracted.outline.headings)):
+                title = " › ".join(path) or extracted.title
+                yield {"id": f"{folder}:{page.stem}:{number}", "title": f"{label}: {title}", "text": body,
+                       "source": f"{folder}/{page.name}"}
+
+
+def build_demo_corpus(out_path: Path | str, docs_dir: Path | None = None) -> Path:
     """Write the demo corpus as JSON lines {id, title, text, source}; return the path.
 
-    The common modules come first (see `FIRST_MODULES`), then the built-ins, the rest of
-    the standard library, and the language reference last.
+    The common modules come first (see `FIRST_MODULES`), then the Tutorial and HOWTO sections
+    (from `docs_dir`, when given), the built-ins, the rest of the standard library, and the
+    language reference last.
     """
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,8 +229,8 @@ def build_demo_corpus(out_path: Path | str) -> Path:
     with tmp.open("w", encoding="utf-8") as fh:
         modules = list(iter_module_documents())
         first = len([d for d in modules if d["id"].removeprefix("module:") in FIRST_MODULES])
-        for doc in (*modules[:first], *iter_builtin_documents(), *modules[first:],
-                    *iter_topic_documents()):
+        for doc in (*modules[:first], *iter_guide_documents(docs_dir), *iter_builtin_documents(),
+                    *modules[first:], *iter_topic_documents()):
             fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
             count += 1
     tmp.replace(out_path)
@@ -194,8 +246,14 @@ def main(argv: list[str] | None = None) -> int:
         description="Write the demo corpus (Python's own documentation) as JSON lines.",
     )
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="Python's HTML documentation, whose Tutorial and HOWTOs join the corpus "
+                        "(default: Debian's python3.X-doc when installed; 'none' leaves them out)")
     args = parser.parse_args(argv)
-    path = build_demo_corpus(args.out)
+    docs = None if str(args.docs) == "none" else args.docs or default_docs_dir()
+    if docs is not None and not (docs / "tutorial").is_dir():
+        parser.error(f"--docs {docs} holds no tutorial/ folder; pass the html folder of Python's documentation")
+    path = build_demo_corpus(args.out, docs)
     print(f"demo corpus written to {path}")
     return 0
 

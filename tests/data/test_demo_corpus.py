@@ -100,3 +100,26 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
         _, passage_ids = bm25.search(query, 100)
         ranked = list(dict.fromkeys(owners[i] for i in passage_ids))
         assert expected in ranked[:3], f"{query!r}: {ranked[:5]}"
+
+
+def test_the_tutorial_and_howtos_join_as_one_document_per_section(tmp_path):
+    from data.demo_corpus import iter_guide_documents
+
+    (tmp_path / "tutorial").mkdir()
+    (tmp_path / "howto").mkdir()
+    body = "<p>" + "Sorted returns a new list ordered by the key function you give it. " * 3 + "</p>"
+    (tmp_path / "howto" / "sorting.html").write_text(
+        "<html><head><title>Sorting</title></head><body><nav>Previous topic</nav>"
+        f"<div role='main'><h1>Sorting HOW TO¶</h1>{body}<h2>Key Functions¶</h2>{body}"
+        f"<h3>Detail</h3>{body}</div></body></html>", encoding="utf-8")
+    (tmp_path / "tutorial" / "index.html").write_text("<html><body><h1>Contents</h1></body></html>")
+    (tmp_path / "tutorial" / "intro.html").write_text(
+        f"<html><body><main><h1>1. Introduction</h1><h2>1.1. Numbers</h2>{body}</main></body></html>")
+    docs = list(iter_guide_documents(tmp_path))
+    assert [(d["id"], d["title"]) for d in docs] == [
+        ("tutorial:intro:0", "Tutorial: 1. Introduction › 1.1. Numbers"),
+        ("howto:sorting:0", "HOWTO: Sorting HOW TO"),
+        ("howto:sorting:1", "HOWTO: Sorting HOW TO › Key Functions"),
+    ]
+    assert "Detail" in docs[2]["text"] and "Previous topic" not in docs[1]["text"]
+    assert list(iter_guide_documents(None)) == []

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
 import gzip
+import shutil
+
+import pytest
 
 from indexer.sources.formats.manpage import is_manpage, read_manpage
 from indexer.sources.readers import read_documents
+
+pytestmark = pytest.mark.skipif(shutil.which("groff") is None,
+                                reason="groff is not installed; apt-get install groff-base")
 
 ROFF = r""".\" A page written for the test
 .TH WIDGET 5 2026-11-26 "Widget 1.0" "File Formats Manual"
