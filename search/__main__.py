@@ -1,6 +1,10 @@
 """CLI: `python -m search "query" --index DIR [-k 5] [--offset N] [--mode dense|bm25|hybrid]
 [--filter JSON] [--fusion rrf|minmax|tmm|zscore] [--fusion-weight W] [--rerank | --no-rerank]
-[--rerank-model PATH] [--candidates N]`.
+[--rerank-model PATH] [--candidates N] [--verbose]`.
+
+The bi-encoder loads only when the search needs it (`model_loading="lazy"`), so a BM25 search
+never imports torch; `--verbose` prints the time of each stage, the model's load included. Each
+score is printed under its name: cosine (dense), BM25, fused (hybrid) or rerank.
 
 `--filter '{"tag": "billing", "year": {"$gte": 2025}}'` keeps only documents whose metadata
 matches, before ranking (the shape: `indexer.store.metadata_filter`, docs/search.md).
@@ -16,12 +20,14 @@ import argparse
 import json
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from indexer.errors import IndexerError
 from search.errors import SearchError
 from search.fusion import FUSIONS
-from search.params import MODES, SCREEN_K, SearchParams
+from search.hits import Hit
+from search.params import MODES, SCORE_NAMES, SCREEN_K, SearchParams
 from search.rerank import resolve_reranker
 from search.searcher import Searcher
 
@@ -52,13 +58,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="documents passed to the reranker (default 50)")
     parser.add_argument("--db", default=None, help="SQLAlchemy URL, when the index keeps rows elsewhere")
     parser.add_argument("--json", action="store_true", help="one JSON object per hit")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the time of each stage: opening the index, loading the models, encoding "
+                        "the query, retrieval, reranking")
     args = parser.parse_args(argv)
+    stages: list[tuple[str, float]] = []
     try:
+        started = time.perf_counter()
         choice = resolve_reranker(args.rerank, args.rerank_model)
-        searcher = Searcher(args.index, db_url=args.db, reranker=choice.load() if choice.enabled else None,
-                            rerank_by_default=choice.enabled)
+        reranker = choice.load() if choice.enabled else None
+        if reranker is not None:
+            stages.append(("load the reranker", time.perf_counter() - started))
+        opened = time.perf_counter()
+        searcher = Searcher(args.index, db_url=args.db, reranker=reranker, rerank_by_default=choice.enabled,
+                            model_loading="lazy")
+        stages.append(("open the index", time.perf_counter() - opened))
         params = SearchParams(k=args.k, offset=args.offset, mode=args.mode, candidates=args.candidates, fusion=args.fusion,
                               fusion_weight=args.fusion_weight, filter=args.filter)
+        if args.verbose and params.mode != "bm25":  # timed apart from the search it would slow
+            loading = time.perf_counter()
+            searcher.wait_for_model()
+            stages.append(("load the bi-encoder", time.perf_counter() - loading))
         result = searcher.search_detailed(args.query, params)
     except (IndexerError, SearchError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -71,16 +91,27 @@ def main(argv: list[str] | None = None) -> int:
                               "text": hit.text, "metadata": dict(hit.metadata),
                               "source": hit.source, "location": hit.location.to_dict()}))
             continue
-        scores = f"{hit.score:.3f}"
-        if hit.rerank_score is not None and hit.retriever_score is not None:
-            scores += f" (retriever {hit.retriever_score:.3f})"
+        scores = score_line(hit, result.mode)
         where = f"  ({hit.location.label})" if hit.location else ""
         print(f"{rank:>2}. {scores}  {hit.title or hit.doc_id}{where}  [{hit.doc_id}]")
         print(textwrap.indent(textwrap.shorten(hit.text, 300), "      "))
     if not args.json:
         reranked = f", reranked the top {result.reranked}" if result.reranked else ""
         print(f"({result.mode}{reranked}; {result.timings.total_s * 1000:.0f} ms)", file=sys.stderr)
+    if args.verbose:
+        timings = result.timings
+        stages += [("encode the query", timings.encode_s), ("retrieve", timings.retrieve_s),
+                   ("rerank", timings.rerank_s)]
+        print("; ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in stages), file=sys.stderr)
     return 0
+
+
+def score_line(hit: Hit, mode: str) -> str:
+    """The hit's scores, each named: "cosine 0.612", "fused 1.019", "rerank 4.210 (BM25 12.3)"."""
+    retriever = f"{SCORE_NAMES[mode]} {hit.retriever_score if hit.retriever_score is not None else hit.score:.3f}"
+    if hit.rerank_score is not None:
+        return f"rerank {hit.rerank_score:.3f} ({retriever})"
+    return retriever
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ from indexer.store.metadata_filter import Filter, parse_filter
 from search.fusion import check_fusion, check_fusion_weight
 
 MODES = ("dense", "bm25", "hybrid")
+# What each mode's retriever score is, named so on every surface (CLI, app, API docs): dense
+# scores are cosine similarities, BM25 scores have no fixed range, hybrid's are fused.
+SCORE_NAMES = {"dense": "cosine", "bm25": "BM25", "hybrid": "fused"}
 # The most documents one search returns or reranks: past this, fetching and grouping passages
 # costs more than any page or metric uses (evaluation reads the top 100).
 MAX_K = 1000

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from search import Hit, SearchResult
+from search.params import SCORE_NAMES
 from ui.highlight import escape_name
 
 MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid": "hybrid (both)"}
-SCORE_LABELS = {"dense": "cosine", "bm25": "BM25", "hybrid": "fused"}
+SCORE_LABELS = SCORE_NAMES
 # Cosine cut points, chosen to hold on every dev set bench/bench_relevance_labels.py measures
 # (BENCHMARKS.md, "Relevance labels"): strong is the lowest median cosine of relevant passages
 # (SciFact train 0.61, Wikipedia leads 0.51, Wikinews headlines 0.67), so at least half of the

@@ -23,7 +23,7 @@ def test_cli_reranks_and_reports_both_scores(tiny_index, tiny_cross_encoder, cap
     argv = ["bread", "--index", str(tiny_index), "-k", "2", "--rerank-model", tiny_cross_encoder]
     assert main([*argv, "--candidates", "4"]) == 0
     captured = capsys.readouterr()
-    assert "(retriever " in captured.out and "reranked the top 4" in captured.err
+    assert " 1. rerank " in captured.out and "(fused " in captured.out and "reranked the top 4" in captured.err
     assert main([*argv, "--candidates", "1"]) == 2
     assert "k (2) is greater than candidates (1); raise candidates or lower k." in capsys.readouterr().err
 
@@ -69,3 +69,23 @@ def test_cli_filters_by_metadata_and_names_a_bad_filter(tiny_index, capsys):
     assert [json.loads(line)["doc_id"] for line in capsys.readouterr().out.splitlines()] == ["baking.txt"]
     assert main([*argv, "--filter", "{_type: md}"]) == 2
     assert "The filter is not valid JSON" in capsys.readouterr().err
+
+
+def test_a_bm25_search_never_imports_torch_and_verbose_names_each_stage(tiny_index):
+    import subprocess
+    import sys
+
+    code = ("import sys; from search.__main__ import main; "
+            f"main(['bread', '--index', {str(tiny_index)!r}, '--mode', 'bm25', '--verbose', '--rerank-model', 'none']); "
+            "print('torch imported' if 'torch' in sys.modules else 'no torch')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "no torch", done.stdout
+    assert " 1. BM25 " in done.stdout
+    assert "open the index " in done.stderr and "retrieve " in done.stderr and "bi-encoder" not in done.stderr
+
+
+def test_verbose_times_the_model_load_of_a_dense_search(tiny_index, capsys):
+    assert main(["bread", "--index", str(tiny_index), "--mode", "dense", "--verbose", "--rerank-model", "none"]) == 0
+    captured = capsys.readouterr()
+    assert " 1. cosine " in captured.out
+    assert "load the bi-encoder " in captured.err and "encode the query " in captured.err
