@@ -89,12 +89,15 @@ def main(argv: list[str] | None = None) -> int:
                               "score": hit.score, "retriever_score": hit.retriever_score,
                               "rerank_score": hit.rerank_score, "mode": result.mode,
                               "text": hit.text, "metadata": dict(hit.metadata),
-                              "source": hit.source, "location": hit.location.to_dict()}))
+                              "source": hit.source, "location": hit.location.to_dict(),
+                              "merged": list(hit.merged)}))
             continue
         scores = score_line(hit, result.mode)
         where = f"  ({hit.location.label})" if hit.location else ""
         print(f"{rank:>2}. {scores}  {hit.title or hit.doc_id}{where}  [{hit.doc_id}]")
         print(textwrap.indent(textwrap.shorten(hit.text, 300), "      "))
+        if hit.merged:
+            print(f"      (the same passage in {', '.join(hit.merged)}: merged into this hit)")
     if not args.json:
         reranked = f", reranked the top {result.reranked}" if result.reranked else ""
         print(f"({result.mode}{reranked}; {result.timings.total_s * 1000:.0f} ms)", file=sys.stderr)

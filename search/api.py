@@ -394,6 +394,7 @@ def search_response(query: str, request: SearchFields, result: SearchResult) -> 
                 start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
                 retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
                 metadata=dict(hit.metadata), source=hit.source, location=LocationOut(**hit.location.to_dict()),
+                merged=list(hit.merged),
                 matches=[MatchOut(start=m.start, end=m.end, term=m.term) for m in find_matches(hit.text, terms)],
             )
             for rank, hit in enumerate(result.hits, start=request.offset + 1)

@@ -202,6 +202,8 @@ class HitOut(BaseModel):
     metadata: dict[str, Any]
     source: str = Field(description="the file the document was read from")
     location: LocationOut = Field(description="where the passage is in its document: pages and headings")
+    merged: list[str] = Field(description="ids of lower-ranked documents whose passage was this one's text "
+                              "word for word, merged into this hit; empty when none")
     matches: list[MatchOut] = Field(
         description="the words of `text` the query matches as BM25 matches them (stop words left out, "
         "stems compared: 'opens' matches 'open'), whatever mode ran; empty when none do")

@@ -63,6 +63,11 @@ class Hit:
     # The file on this machine the document was read from (its folder joined to `source`); "" for
     # documents added without one. The HTTP API leaves it out: it names no server paths.
     path: str = ""
+    # Lower-ranked documents whose best passage was this one's text word for word (the same section
+    # in two files), merged into this hit so that a page never shows one passage twice. It names
+    # those among the documents this search ranked, so a larger k may name more: a note, left out
+    # of equality and the hash, which stay those of the ranking.
+    merged: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, MappingProxyType):
@@ -76,7 +81,7 @@ class Hit:
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON values: `doc_id`, `title`, `text`, `score`, `metadata` (a
         dict), `passage_id`, `start_char`, `end_char`, `source`, `retriever_score`, `rerank_score`,
-        `location` (`Location.to_dict`: page, page_last, section, label), `path`."""
+        `location` (`Location.to_dict`: page, page_last, section, label), `path`, `merged`."""
         values = _plain(self)
         values["location"] = self.location.to_dict()
         return values

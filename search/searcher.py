@@ -26,7 +26,7 @@ from indexer.embedding import (
 from indexer.index import Index, IndexStats
 from indexer.model_spec import ModelSpec
 from indexer.store.passage_subset import PassageSubset
-from indexer.store.records import IndexSnapshot
+from indexer.store.records import IndexSnapshot, PassageRecord
 from search.config import SearchConfig
 from search.document_ranking import rank_in_rounds
 from search.errors import ModelNotReadyError, NoRerankerError, StaleBuildWarning
@@ -69,6 +69,23 @@ def _query_text(query: object, name: str) -> str:
     """`query` stripped; a TypeError for another type, EmptyQueryError for one without words."""
     where = "The query" if name == "query" else f"Query {name}"
     return text_input(query, name, f"{where} is empty. Type a few words to search for.")
+
+
+def distinct_passages(ranked: Sequence[tuple[Any, PassageRecord]]) -> tuple[list[tuple[Any, PassageRecord]],
+                                                                            dict[int, list[str]]]:
+    """`ranked` less every entry whose passage text (spaces collapsed) repeats a higher entry's,
+    and, per kept passage id, the document ids merged into it, in rank order."""
+    first: dict[str, int] = {}
+    distinct: list[tuple[Any, PassageRecord]] = []
+    merged: dict[int, list[str]] = {}
+    for doc, record in ranked:
+        key = " ".join(record.text.split())
+        owner = first.setdefault(key, record.passage_id)
+        if owner == record.passage_id:
+            distinct.append((doc, record))
+        else:
+            merged.setdefault(owner, []).append(record.doc_id)
+    return distinct, merged
 
 
 class Searcher:
@@ -359,8 +376,10 @@ class Searcher:
         """The first k documents of this query's one document ranking (`rank_in_rounds`: fetched at
         depths that never depend on k, so a larger k only appends), each a hit on its best passage;
         only documents of `within` (a filter's passages) when given. Documents whose rows have left
-        the database since the build was loaded are skipped, and the ranking is read further for
-        as many more; returns the hits and how many were skipped."""
+        the database since the build was loaded are skipped, and a document whose passage repeats
+        a higher one's text word for word is merged into that hit (`Hit.merged`); the ranking is
+        read further for as many more, so k distinct hits come back and the top k stays stable.
+        Returns the hits and how many were skipped."""
         retriever = loaded.retrievers[mode]
         if isinstance(retriever, HybridRetriever):
             retriever = retriever.with_fusion(fused_by)
@@ -374,14 +393,15 @@ class Searcher:
             records = self.index.passages([doc.passage_id for doc in chosen])
             kept = [(doc, record) for doc in chosen if (record := records.get(doc.passage_id)) is not None]
             skipped = len(chosen) - len(kept)
-            if len(kept) >= k or not skipped or len(chosen) < want:
+            distinct, merged = distinct_passages(kept)
+            if len(distinct) >= k or not (skipped or merged) or len(chosen) < want:
                 break
-            want += k - len(kept)  # read on past the documents that are gone
+            want += k - len(distinct)  # read on past the documents that are gone or merged
         hits = [
             Hit(doc_id=record.doc_id, title=record.title, text=record.text, score=doc.score,
                 retriever_score=doc.score, metadata=record.metadata, passage_id=record.passage_id,
                 start_char=record.start_char, end_char=record.end_char, source=record.source,
-                location=record.location, path=record.path)
-            for doc, record in kept[:k]
+                location=record.location, path=record.path, merged=tuple(merged.get(record.passage_id, ())))
+            for doc, record in distinct[:k]
         ]
         return hits, skipped

@@ -96,6 +96,10 @@ def source_caption(hit: Hit) -> str:
         parts.append(escape_name(hit.source))
     if hit.location:
         parts.append(f"**{escape_name(hit.location.label)}**")
+    if hit.merged:
+        shown = ", ".join(escape_name(doc_id) for doc_id in hit.merged[:3])
+        more = f" and {len(hit.merged) - 3} more" if len(hit.merged) > 3 else ""
+        parts.append(f"the same passage in {shown}{more}, merged here")
     return " · ".join(parts)
 
 

@@ -225,8 +225,8 @@ def test_the_readme_reference_names_every_public_field_and_error():
 
     from search import Hit, SearchParams, SearchResult, StageTimings
 
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    reference = readme[readme.index("#### Python API reference"):readme.index("### Filtering by metadata")]
+    readme = (PROJECT_ROOT / "docs" / "search.md").read_text(encoding="utf-8")
+    reference = readme[readme.index("## Python API reference"):readme.index("## Filtering by metadata")]
     for cls in (Hit, SearchResult, SearchParams, StageTimings):
         for field in dataclasses.fields(cls):
             assert f"`{field.name}`" in reference, f"{cls.__name__}.{field.name} is not in the README's reference"

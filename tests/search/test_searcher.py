@@ -463,3 +463,29 @@ def test_a_batch_answers_each_query_as_search_detailed_does(tiny_index):
         searcher.search_batch(["fine", " "])
     with pytest.raises(TypeError, match="not a single string"):
         searcher.search_batch("one string")
+
+
+def test_identical_passages_are_merged_before_the_top_k_cut(tmp_path, tiny_model):
+    from search import Searcher
+
+    source = tmp_path / "docs"
+    source.mkdir()
+    shared = "The try statement specifies exception handlers and cleanup code for a group of statements."
+    for name in ("try.txt", "compound.txt", "again.txt"):
+        (source / name).write_text(shared, encoding="utf-8")
+    others = {"loops.txt": "The for statement iterates over the items of a sequence in order.",
+              "errors.txt": "Exceptions raised by statements are caught by a handler clause.",
+              "files.txt": "Open a file with open and read its lines in a for statement."}
+    for name, text in others.items():
+        (source / name).write_text(text, encoding="utf-8")
+    build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model, show_progress=False))
+    with Searcher(tmp_path / "idx", model=tiny_model) as searcher:
+        for mode in ("bm25", "dense", "hybrid"):
+            hits = searcher.search("try statement exception handlers", k=4, mode=mode)
+            texts = [h.text for h in hits]
+            assert len(hits) == 4 and len(set(texts)) == 4, (mode, texts)  # k distinct hits still come back
+            first = next(h for h in hits if h.text == shared)
+            assert sorted((first.doc_id, *first.merged)) == ["again.txt", "compound.txt", "try.txt"]
+            assert all(not h.merged for h in hits if h is not first)
+            for j in (1, 2, 3):
+                assert searcher.search("try statement exception handlers", k=j, mode=mode) == hits[:j]

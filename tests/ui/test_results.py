@@ -76,3 +76,14 @@ def test_result_caption_says_mode_reranking_and_time() -> None:
 def test_details_line_leaves_out_the_cosine_while_the_model_loads() -> None:
     hit = Hit(doc_id="d", title="t", text="some text", score=11.5, end_char=9)
     assert details_line(hit, "bm25", None) == "BM25 11.500 · characters 0–9 of the document"
+
+
+def test_source_caption_shows_the_location_and_merged_passages() -> None:
+    from dataclasses import replace
+
+    from search import Location
+
+    hit = replace(_hit(doc_id="a.pdf", source="a.pdf"), location=Location(7, 8, ("Setup",)),
+                  merged=("b.pdf", "c.pdf", "d.pdf", "e.pdf"))
+    assert source_caption(hit) == ("a\\.pdf · **pp\\. 7–8 · Setup** · the same passage in b\\.pdf, c\\.pdf, "
+                                   "d\\.pdf and 1 more, merged here")  # escaped for Markdown
