@@ -13,6 +13,8 @@ API_PORT ?= 8000
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# No download bars from the hub client (nothing is downloaded; models load offline).
+export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export SEMSEARCH_DATA ?= $(abspath ../shared/data)
 export SEMSEARCH_INDEX ?= $(abspath $(DEMO_INDEX))
 
@@ -24,15 +26,17 @@ $(PY):
 # The project itself installs editable with the venv's own setuptools: no build-time download.
 # Python 3.11's venv ships setuptools 65, which needs the `wheel` package for that; 70.1 does not.
 $(STAMP): requirements.txt pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install -r requirements.txt "setuptools>=70.1"
-	$(PY) -m pip install --no-deps --no-build-isolation -e .
-	touch $(STAMP)
+	@echo "semsearch: installing requirements.txt into $(VENV) (first run, or after it changed; a few minutes)"
+	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt "setuptools>=70.1"
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
 
 install: $(STAMP)
 
 $(DEMO_CORPUS): data/demo_corpus.py | $(STAMP)
-	$(PY) -m data.demo_corpus --out $(DEMO_CORPUS)
+	@echo "semsearch: writing the demo corpus (Python's own documentation)"
+	@$(PY) -m data.demo_corpus --out $(DEMO_CORPUS) > /dev/null
 
 # A stamp, not index.json: an upload into a missing index also creates index.json. A demo index
 # of an older storage format (indexer/store/schema.py changed) is rebuilt afresh rather than refused.
@@ -52,6 +56,9 @@ run: $(STAMP) $(DEMO_CORPUS)
 			&& [ $(DEMO_STAMP) -nt $(DEMO_CORPUS) ] && [ $(DEMO_STAMP) -nt indexer/store/schema.py ]; }; \
 		then build=""; \
 		else build="$(abspath $(DEMO_CORPUS))"; fi; \
+	if [ -n "$$build" ]; then todo="the demo corpus indexes in the background, searchable as it commits"; \
+		else todo="serving $$SEMSEARCH_INDEX"; fi; \
+	echo "semsearch: open http://$(HOST):$(PORT) ($$todo; Ctrl-C stops)"; \
 	SEMSEARCH_BUILD_SOURCE="$$build" SEMSEARCH_BUILD_STAMP="$(abspath $(DEMO_STAMP))" \
 	$(VENV)/bin/streamlit run app.py --server.headless true --server.address $(HOST) \
 		--server.port $(PORT) --browser.gatherUsageStats false

@@ -63,9 +63,19 @@ def _refuse_cross_encoder(folder: Path) -> None:
             "SentenceTransformer folder as the model.")
 
 
+def quiet_model_loading() -> None:
+    """No "Loading weights" bar from transformers per model load: the app, the API and the
+    indexer load models while their own progress shows, and the bar buried the app's URL."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+
+
 @functools.lru_cache(maxsize=4)
 def _load(model_id: str, path: str, fingerprint: str, device: str | None):
     from sentence_transformers import SentenceTransformer
+
+    quiet_model_loading()
 
     logger.info("loading bi-encoder %s (%s) from %s", model_id, fingerprint[:12], path)
     return SentenceTransformer(path, device=device, local_files_only=True)

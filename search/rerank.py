@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from indexer.embedding import quiet_model_loading
 from indexer.settings import NO_RERANKER
 from indexer.sources.passage_text import passage_text
 from search.config import SHIPPED_RERANKER, RerankConfig, shipped_reranker
@@ -96,6 +97,7 @@ class CrossEncoderReranker:
         import torch
         from sentence_transformers import CrossEncoder
 
+        quiet_model_loading()
         self.config = config or load_rerank_config(model_path)
         try:
             self.model = CrossEncoder(
