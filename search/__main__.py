@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps({"rank": rank, "doc_id": hit.doc_id, "title": hit.title,
                               "score": hit.score, "retriever_score": hit.retriever_score,
-                              "rerank_score": hit.rerank_score, "mode": result.mode,
+                              "rerank_score": hit.rerank_score, "relevance": hit.relevance,
+                              "mode": result.mode,
                               "text": hit.text, "metadata": dict(hit.metadata),
                               "source": hit.source, "location": hit.location.to_dict(),
                               "merged": list(hit.merged)}))
@@ -101,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         reranked = f", reranked the top {result.reranked}" if result.reranked else ""
         print(f"({result.mode}{reranked}; {result.timings.total_s * 1000:.0f} ms)", file=sys.stderr)
+        if result.relevance_note:
+            print(f"note: {result.relevance_note}", file=sys.stderr)
     if args.verbose:
         timings = result.timings
         stages += [("encode the query", timings.encode_s), ("retrieve", timings.retrieve_s),
@@ -110,11 +113,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def score_line(hit: Hit, mode: str) -> str:
-    """The hit's scores, each named: "cosine 0.612", "fused 1.019", "rerank 4.210 (BM25 12.3)"."""
-    retriever = f"{SCORE_NAMES[mode]} {hit.retriever_score if hit.retriever_score is not None else hit.score:.3f}"
+    """The hit's relevance, then its raw scores, each named: "relevance 72% (cosine 0.612)",
+    "relevance 31% (rerank 4.210, fused 1.019)", or the raw scores alone without a relevance."""
+    raw = f"{SCORE_NAMES[mode]} {hit.retriever_score if hit.retriever_score is not None else hit.score:.3f}"
     if hit.rerank_score is not None:
-        return f"rerank {hit.rerank_score:.3f} ({retriever})"
-    return retriever
+        raw = f"rerank {hit.rerank_score:.3f}, {raw}"
+    return raw if hit.relevance is None else f"relevance {hit.relevance:.0%} ({raw})"
 
 
 if __name__ == "__main__":

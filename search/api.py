@@ -383,6 +383,7 @@ def search_response(query: str, request: SearchFields, result: SearchResult) -> 
     terms = query_terms(query)
     return SearchResponse(
         query=query, k=request.k, offset=request.offset, mode=result.mode, fallback_reason=result.fallback_reason,
+        relevance_note=result.relevance_note,
         reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
         timings=TimingsOut(
             encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
@@ -394,7 +395,7 @@ def search_response(query: str, request: SearchFields, result: SearchResult) -> 
                 start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
                 retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
                 metadata=dict(hit.metadata), source=hit.source, location=LocationOut(**hit.location.to_dict()),
-                merged=list(hit.merged),
+                merged=list(hit.merged), relevance=hit.relevance,
                 matches=[MatchOut(start=m.start, end=m.end, term=m.term) for m in find_matches(hit.text, terms)],
             )
             for rank, hit in enumerate(result.hits, start=request.offset + 1)

@@ -202,6 +202,10 @@ class HitOut(BaseModel):
     metadata: dict[str, Any]
     source: str = Field(description="the file the document was read from")
     location: LocationOut = Field(description="where the passage is in its document: pages and headings")
+    relevance: float | None = Field(ge=0.0, le=1.0, description=(
+        "the probability that this hit is relevant, from the score that ranks it through a curve fitted "
+        "on the dev sets (never higher than a higher hit's); null when no curve fits the search, and "
+        "`relevance_note` says why"))
     merged: list[str] = Field(description="ids of lower-ranked documents whose passage was this one's text "
                               "word for word, merged into this hit; empty when none")
     matches: list[MatchOut] = Field(
@@ -222,6 +226,8 @@ class SearchResponse(BaseModel):
     offset: int = Field(description="documents of the ranking skipped before the first hit (its rank is offset + 1)")
     mode: str = Field(description="the mode that ran")
     fallback_reason: str | None = Field(description="why `mode` is not the one asked for, and the fix")
+    relevance_note: str | None = Field(default=None, description=(
+        "why hits carry no relevance, or which fitted curve stands in for the one asked"))
     reranked: int = Field(description="how many candidates the cross-encoder rescored; 0 when it did not run")
     build_id: str = Field(description="the committed build that answered")
     timings: TimingsOut

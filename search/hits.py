@@ -68,6 +68,11 @@ class Hit:
     # those among the documents this search ranked, so a larger k may name more: a note, left out
     # of equality and the hash, which stay those of the ranking.
     merged: tuple[str, ...] = field(default=(), compare=False)
+    # The probability that this hit is relevant, from the score that ranks it through the curve
+    # fitted on the dev sets (`search.relevance`); never higher than a higher hit's. None when no
+    # curve fits the search (another bi-encoder, a hit past the reranked head); see
+    # `SearchResult.relevance_note`.
+    relevance: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, MappingProxyType):
@@ -76,12 +81,13 @@ class Hit:
     def __hash__(self) -> int:
         return hash((self.doc_id, self.passage_id, self.title, self.text, self.score, self.start_char,
                      self.end_char, self.source, self.retriever_score, self.rerank_score, self.location,
-                     self.path))
+                     self.path, self.relevance))
 
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON values: `doc_id`, `title`, `text`, `score`, `metadata` (a
         dict), `passage_id`, `start_char`, `end_char`, `source`, `retriever_score`, `rerank_score`,
-        `location` (`Location.to_dict`: page, page_last, section, label), `path`, `merged`."""
+        `location` (`Location.to_dict`: page, page_last, section, label), `path`, `merged`,
+        `relevance`."""
         values = _plain(self)
         values["location"] = self.location.to_dict()
         return values
@@ -125,8 +131,11 @@ class SearchResult:
     # The search ranks deeper to make up for them, so fewer than k hits come back only when fewer
     # than k documents remain; `StaleBuildWarning` says so.
     skipped: int = 0
+    # Why hits carry no relevance, or which curve stands in for the one asked (a hand-set weight).
+    relevance_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON values: `hits` (each `Hit.to_dict`), `mode`, `reranked`,
-        `timings` (seconds per stage), `fallback_reason`, `stats` (times in RFC 3339), `skipped`."""
+        `timings` (seconds per stage), `fallback_reason`, `stats` (times in RFC 3339), `skipped`,
+        `relevance_note`."""
         return _plain(self)

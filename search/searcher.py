@@ -35,6 +35,7 @@ from search.hits import Hit, SearchResult, StageTimings
 from search.inputs import ordered, text_input
 from search.model_load import MODEL_LOADING, ModelLoad
 from search.params import MAX_K, SearchParams
+from search.relevance import Calibrated, Calibration, load_calibration
 from search.rerank import Reranker
 from search.retrieve import (
     HybridRetriever,
@@ -88,6 +89,15 @@ def distinct_passages(ranked: Sequence[tuple[Any, PassageRecord]]) -> tuple[list
     return distinct, merged
 
 
+def with_relevance(hits: list[Hit], calibrated: Calibrated, scored: int) -> list[Hit]:
+    """`hits` with the calibrated relevance of the first `scored` (those ranked by the score the
+    curve was fitted on: after reranking, the reranked head; the tail past it keeps None)."""
+    if calibrated.curve is None or not hits:
+        return hits
+    probabilities = calibrated.curve([hit.score for hit in hits[:scored]])
+    return [replace(hit, relevance=p) for hit, p in zip(hits, probabilities, strict=False)] + hits[scored:]
+
+
 class Searcher:
     """Dense, BM25 or hybrid retrieval over the passages of one index, one hit per document by default.
 
@@ -128,6 +138,8 @@ class Searcher:
         self.config = config or SearchConfig()
         self.reranker = reranker
         self.rerank_by_default = reranker is not None if rerank_by_default is None else rerank_by_default
+        # The relevance curves (`search.relevance`): the shipped ones; a program may set its own.
+        self.calibration: Calibration | None = load_calibration()
         check_model_argument(model)
         self.index = Index.open(index_dir, db_url=db_url)
         self.index_dir = self.index.index_dir
@@ -328,6 +340,8 @@ class Searcher:
             hits = reranker.rerank(text, head) + tail
             rerank_s = time.perf_counter() - started
             reranked = len(head)
+        calibrated = self.calibrated(choice.mode, fused_by, reranked > 0, loaded.stats.model_label)
+        hits = with_relevance(hits, calibrated, reranked if reranker is not None else len(hits))
         return SearchResult(
             hits=hits[params.offset:k],
             mode=choice.mode,
@@ -336,7 +350,15 @@ class Searcher:
             fallback_reason=choice.fallback_reason,
             stats=loaded.stats,
             skipped=skipped,
+            relevance_note=calibrated.note,
         )
+
+    def calibrated(self, mode: str, fusion: Fusion, reranked: bool, model_label: str) -> Calibrated:
+        """The relevance curve for a ranking, from `self.calibration` (`search.relevance`)."""
+        calibration = self.calibration
+        if calibration is None:
+            return Calibrated(None, None, "no relevance calibration is installed (search/calibration.json)")
+        return calibration.for_ranking(mode, fusion if mode == "hybrid" else None, reranked, model_label)
 
     def _choose(self, mode: str | None, model_wait: float | None = None) -> tuple[LoadedBuild, ModeChoice]:
         """The newest build (with auto_refresh) and the mode a search asking `mode` runs in it.

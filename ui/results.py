@@ -4,14 +4,15 @@ Pure functions over `Hit` and `SearchResult`, so each can be tested without
 Streamlit. Everything from the index (ids, titles, sources) is escaped: they
 are the user's data, and the page renders Markdown.
 
-Relevance is shown on one scale in every mode: the cosine similarity of the
-query and the hit's passage under the index's bi-encoder. BM25 scores, fused
-reciprocal ranks and reranker logits have no fixed range, so a reader could not
-tell a good score from a bad one; they stay in the details line. The cut points
-come from `bench/bench_relevance_labels.py` on three dev sets of different kinds (SciFact
-train, Wikipedia leads, Wikinews headlines; never a test split): "strong" from the median
-cosine of a query with its relevant passage, "fair" from the 10th percentile, each the
-lowest of the three sets, and "weak" below.
+Relevance is the calibrated probability that a hit is relevant (`Hit.relevance`, from the
+score that ranks it: `search.relevance`), so a label never ranks a lower hit above a higher one
+and means the same for every query. BM25 scores, fused scores and reranker logits have no fixed
+range; they stay in the details line. For an index whose bi-encoder has no fitted curve, the
+label falls back to the cosine of query and passage, with the cut points that
+`bench/bench_relevance_labels.py` measured on three dev sets of different kinds (SciFact train,
+Wikipedia leads, Wikinews headlines; never a test split): "strong" from the median cosine of a
+query with its relevant passage, "fair" from the 10th percentile, each the lowest of the three
+sets, and "weak" below.
 """
 
 from __future__ import annotations
@@ -35,18 +36,52 @@ FAIR_COSINE = 0.33
 RELEVANCE_BAR_CELLS = 5
 
 
+# Cut points on the calibrated probability of relevance (`search.relevance`): "strong" where a
+# hit is more likely relevant than not, "weak" below one chance in five.
+STRONG_PROBABILITY = 0.5
+FAIR_PROBABILITY = 0.2
+
+
 @dataclass(frozen=True)
 class Relevance:
-    """How well a passage matches its query, on the same scale whatever ranked it."""
+    """How well a passage matches its query. `calibrated`: `value` is the probability that the
+    hit is relevant (`Hit.relevance`, from the score that ranks it, so labels never contradict the
+    order); else it is the cosine of query and passage, for an index whose bi-encoder has no
+    fitted curve."""
 
-    cosine: float
+    value: float
     label: str  # "strong match", "fair match" or "weak match"
     color: str  # a Streamlit Markdown colour
+    calibrated: bool = False
+
+    @property
+    def cosine(self) -> float:
+        return self.value
 
     @property
     def badge(self) -> str:
-        """Markdown: a coloured label and a bar of filled cells, e.g. ":green-badge[strong match ▰▰▰▰▱]"."""
-        return f":{self.color}-badge[{self.label} {relevance_bar(self.cosine)}]"
+        """Markdown: a coloured label and a bar of filled cells, e.g. ":green-badge[strong match ▰▰▰▰▱ 78%]"."""
+        shown = f" {self.value:.0%}" if self.calibrated else ""
+        return f":{self.color}-badge[{self.label} {relevance_bar(self.value, calibrated=self.calibrated)}{shown}]"
+
+    @property
+    def explanation(self) -> str:
+        """What the label means, for its help text."""
+        if self.calibrated:
+            return (f"Probability {self.value:.0%} that this passage is relevant: of the hits that scored "
+                    "as this one on three dev collections, that share were relevant (BENCHMARKS.md, "
+                    "\"Relevance calibration\"). It follows the ranking, so a lower hit never reads higher.")
+        return (f"Cosine similarity {self.value:.2f} between the query and this passage. Strong, fair and weak "
+                "are cut where relevant passages of a test collection score (see BENCHMARKS.md), the same "
+                "in every mode; this index's model has no calibrated relevance.")
+
+
+def calibrated_relevance(probability: float) -> Relevance:
+    if probability >= STRONG_PROBABILITY:
+        return Relevance(probability, "strong match", "green", calibrated=True)
+    if probability >= FAIR_PROBABILITY:
+        return Relevance(probability, "fair match", "orange", calibrated=True)
+    return Relevance(probability, "weak match", "gray", calibrated=True)
 
 
 def relevance(cosine: float) -> Relevance:
@@ -57,10 +92,13 @@ def relevance(cosine: float) -> Relevance:
     return Relevance(cosine, "weak match", "gray")
 
 
-def relevance_bar(cosine: float, cells: int = RELEVANCE_BAR_CELLS) -> str:
-    """Filled cells for the cosine, so that the fair cut fills two cells and the strong cut three."""
-    per_cell = STRONG_COSINE - FAIR_COSINE
-    filled = 3 + (cosine - STRONG_COSINE) / per_cell
+def relevance_bar(value: float, cells: int = RELEVANCE_BAR_CELLS, calibrated: bool = False) -> str:
+    """Filled cells: a probability fills its share of the cells; a cosine fills two cells at the
+    fair cut and three at the strong cut."""
+    if calibrated:
+        filled = value * cells
+    else:
+        filled = 3 + (value - STRONG_COSINE) / (STRONG_COSINE - FAIR_COSINE)
     filled = round(min(max(filled, 0.0), float(cells)))
     return "▰" * filled + "▱" * (cells - filled)
 
@@ -69,11 +107,25 @@ def weak_results_message(best: Relevance) -> str | None:
     """A warning when even the best hit is a weak match: the query may have no answer here."""
     if best.label != "weak match":
         return None
+    if best.calibrated:
+        return (f"None of these passages is likely to answer the query: the best is relevant with "
+                f"probability {best.value:.0%}, under {FAIR_PROBABILITY:.0%}. The index may hold nothing "
+                "about this; try other words.")
     return (
         f"None of these passages matches the query well: the best has cosine similarity "
         f"{best.cosine:.2f}, below {FAIR_COSINE:.2f}, where at least nine relevant passages in ten score "
         "higher. The index may hold nothing about this; try other words."
     )
+
+
+def hit_relevance(hits: list[Hit], cosines: list[float] | None) -> list[Relevance | None]:
+    """Each hit's label: its calibrated relevance when every hit has one, else its cosine's, else
+    None (the model still loading)."""
+    if hits and all(hit.relevance is not None for hit in hits):
+        return [calibrated_relevance(float(hit.relevance)) for hit in hits]  # type: ignore[arg-type]
+    if cosines is None:
+        return [None] * len(hits)
+    return [relevance(c) for c in cosines]
 
 
 def plural(count: int, noun: str) -> str:
@@ -106,7 +158,10 @@ def source_caption(hit: Hit) -> str:
 def details_line(hit: Hit, mode: str, match: Relevance | None) -> str:
     """Every raw score of a hit, named, and where its passage sits in the document (no cosine
     while the model is loading)."""
-    parts: list[str] = [] if match is None else [f"cosine {match.cosine:.3f}"]
+    parts: list[str] = [] if match is None else [
+        f"relevance {match.value:.2f}" if match.calibrated else f"cosine {match.cosine:.3f}"]
+    if match is not None and match.calibrated and mode == "dense":
+        parts.append(f"cosine {hit.retriever_score if hit.retriever_score is not None else hit.score:.3f}")
     if hit.retriever_score is not None and mode != "dense":
         parts.append(f"{SCORE_LABELS[mode]} {hit.retriever_score:.3f}")
     elif hit.retriever_score is None and mode != "dense":

@@ -44,7 +44,7 @@ from ui.results import (
     MODE_LABELS,
     Relevance,
     details_line,
-    relevance,
+    hit_relevance,
     result_caption,
     source_caption,
     weak_results_message,
@@ -131,10 +131,7 @@ def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None
         if match is None:
             st.markdown(f"**{rank}. {title}**")
         else:
-            st.markdown(f"**{rank}. {title}** &nbsp; {match.badge}",
-                        help=f"Cosine similarity {match.cosine:.2f} between the query and this "
-                        "passage. Strong, fair and weak are cut where relevant passages of a test "
-                        "collection score (see BENCHMARKS.md), the same in every mode.")
+            st.markdown(f"**{rank}. {title}** &nbsp; {match.badge}", help=match.explanation)
         st.caption(source_caption(hit))
         st.markdown(snippet_markdown(hit.text, query, title=hit.title))
         show_document_links(hit, f"{rank}-{hit.passage_id}")
@@ -263,14 +260,14 @@ def show_results(searcher: Searcher, query: str, result, stats) -> None:
         )
         return
     st.caption(result_caption(result))
-    cosines = passage_cosines(searcher, query, result)
-    matches: list[Relevance | None] = [None] * len(result.hits)
-    if cosines is not None:
-        matches = [relevance(c) for c in cosines]
-        weak = weak_results_message(max(matches, key=lambda m: m.cosine))
+    calibrated = bool(result.hits) and all(hit.relevance is not None for hit in result.hits)
+    cosines = None if calibrated else passage_cosines(searcher, query, result)
+    matches = hit_relevance(result.hits, cosines)
+    if matches and matches[0] is not None:
+        weak = weak_results_message(max((m for m in matches if m is not None), key=lambda m: m.value))
         if weak:
             st.warning(weak)
-    else:
+    elif not calibrated:
         rerun_when_model_loads(searcher)
     first = st.session_state.get(PAGE, 0) * int(st.session_state.k) + 1
     for rank, (hit, match) in enumerate(zip(result.hits, matches, strict=True), start=first):

@@ -1,0 +1,73 @@
+"""Calibrated relevance (`search.relevance`): curves by ranking, the nearest weight, other models."""
+
+from __future__ import annotations
+
+import pytest
+
+from search import Searcher
+from search.fusion import Fusion
+from search.relevance import CALIBRATION_FILE, Calibration, Curve, load_calibration, ranking_key
+
+CURVES = {
+    "dense": {"scores": [0.2, 0.5, 0.8], "probabilities": [0.0, 0.4, 0.9]},
+    "bm25": {"scores": [0.0, 10.0], "probabilities": [0.05, 0.8]},
+    "hybrid/tmm/0.80": {"scores": [0.0, 1.0], "probabilities": [0.1, 0.7]},
+    "hybrid/tmm/0.50": {"scores": [0.0, 1.0], "probabilities": [0.0, 0.5]},
+}
+
+
+def calibration(model: str = "all-MiniLM-L6-v2") -> Calibration:
+    return Calibration.from_json({"model": model, "curves": CURVES})
+
+
+def test_curves_interpolate_clip_and_refuse_a_decrease():
+    curve = Curve((0.2, 0.5, 0.8), (0.0, 0.4, 0.9))
+    assert curve([0.0, 0.35, 0.8, 5.0]) == pytest.approx([0.0, 0.2, 0.9, 0.9])
+    with pytest.raises(ValueError, match="must not decrease"):
+        Curve((0.0, 1.0), (0.5, 0.4))
+
+
+def test_the_curve_for_each_ranking_and_the_nearest_weight():
+    shipped = calibration()
+    assert ranking_key("hybrid", Fusion("tmm", 0.8)) == "hybrid/tmm/0.80"
+    assert ranking_key("hybrid", Fusion("tmm", 0.8), reranked=True) == "rerank/hybrid/tmm/0.80"
+    exact = shipped.for_ranking("hybrid", Fusion("tmm", 0.8), False, "all-MiniLM-L6-v2")
+    assert exact.key == "hybrid/tmm/0.80" and exact.note is None
+    near = shipped.for_ranking("hybrid", Fusion("tmm", 0.6), False, "all-MiniLM-L6-v2")
+    assert near.key == "hybrid/tmm/0.50" and "nearest to 0.60" in near.note
+    missing = shipped.for_ranking("hybrid", Fusion("rrf", 0.5), False, "all-MiniLM-L6-v2")
+    assert missing.curve is None and "no relevance curve" in missing.note
+    assert shipped.for_ranking("dense", None, True, "all-MiniLM-L6-v2").curve is None  # no rerank curve
+
+
+def test_another_model_gets_no_dense_relevance_but_bm25_keeps_its_own():
+    shipped = calibration()
+    other = shipped.for_ranking("dense", None, False, "my-domain-model")
+    assert other.curve is None and "calibrated for all-MiniLM-L6-v2" in other.note
+    assert shipped.for_ranking("bm25", None, False, "my-domain-model").key == "bm25"
+
+
+def test_the_shipped_curves_load_and_never_decrease():
+    shipped = load_calibration()
+    if shipped is None:
+        pytest.skip(f"{CALIBRATION_FILE} is not there yet")
+    assert {"dense", "bm25", "hybrid/tmm/0.80"} <= set(shipped.curves)
+    for curve in shipped.curves.values():
+        values = curve(sorted(curve.scores))
+        assert values == sorted(values) and 0.0 <= values[0] and values[-1] <= 1.0
+
+
+def test_hits_carry_a_relevance_that_follows_the_ranking(tiny_index, tiny_model_dir):
+    with Searcher(tiny_index, model=str(tiny_model_dir)) as searcher:
+        label = searcher.stats().model_label
+        searcher.calibration = calibration(model=label)
+        for mode in ("dense", "bm25", "hybrid"):
+            result = searcher.search_detailed("bread oven yeast", k=4, mode=mode)
+            values = [hit.relevance for hit in result.hits]
+            assert all(v is not None for v in values) and values == sorted(values, reverse=True), (mode, values)
+            assert result.relevance_note is None
+        searcher.calibration = calibration(model="another-model")
+        result = searcher.search_detailed("bread oven yeast", k=2, mode="dense")
+        assert [hit.relevance for hit in result.hits] == [None, None]
+        assert "calibrated for another-model" in result.relevance_note
+        assert searcher.search("bread oven yeast", k=1, mode="bm25")[0].relevance is not None
