@@ -334,14 +334,25 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             pdf = write_pdf(tmp_path / "nature.pdf", [" ".join([text] * 30) for text in PAGE_TEXTS],
                             title="Nature and craft")
             await page.set_files('[data-testid="stFileUploaderDropzoneInput"]', [pdf])
+            # The button is still enabled from the first upload: wait until the PDF is listed (its
+            # upload done), and click again if a rerun swallowed the click.
             await page.wait_for(
-                """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
-                   .some(b => b.innerText.includes('Index these files') && !b.disabled)""",
-                "the Index button to enable for the PDF",
-            )
-            await page.click('[data-testid="stSidebar"] button', "Index these files")
-            await page.wait_for(f"document.body.innerText.includes('The index now holds {len(DOCS) + 2} documents')",
-                                "the PDF to be indexed")
+                """document.querySelector('[data-testid="stSidebar"]').innerText.includes('nature.pdf')""",
+                "the PDF in the upload list")
+            indexed = f"document.body.innerText.includes('The index now holds {len(DOCS) + 2} documents')"
+            for attempt in range(3):
+                await page.wait_for(
+                    """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
+                       .some(b => b.innerText.includes('Index these files') && !b.disabled)""",
+                    "the Index button to enable for the PDF")
+                await page.click('[data-testid="stSidebar"] button', "Index these files")
+                try:
+                    await page.wait_for(indexed, "the PDF to be indexed",
+                                        timeout=STEP_TIMEOUT_S if attempt == 2 else STEP_TIMEOUT_S / 4)
+                    break
+                except AssertionError:
+                    if attempt == 2:
+                        raise
             await page.type_into(query_box, "sourdough bread wild yeast")
             await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Nature and craft'; }})()",
                                 "the PDF as the first hit")
