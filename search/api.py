@@ -416,8 +416,9 @@ async def similarity_with(service: Service, request: SimilarityRequest) -> Simil
         matrix, label = await _in_thread(service, compute)
     except IndexerError as err:
         raise service.unavailable(err) from err
-    except (ValueError, TypeError) as err:  # the similarity functions' own checks
-        raise ApiError(400, "bad_request", service.public(str(err))) from err
+    except (ValueError, TypeError) as err:  # the similarity functions' own checks, in the request's own names
+        message = str(err).replace("sentences_a", "a").replace("sentences_b", "b")
+        raise ApiError(400, "bad_request", service.public(message)) from err
     return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None)
 
 

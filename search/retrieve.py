@@ -92,6 +92,29 @@ class Retriever(Protocol):
         ...
 
 
+# A text this share of whose tokens the model does not know ([UNK]) embeds like any other such
+# text ("🐧🐧🐧" and "😀🎉" at cosine 1.0): its similarity to anything means nothing.
+UNREADABLE_SHARE = 0.9
+
+
+def unreadable(text: str, model: Any) -> bool:
+    """Whether the model knows almost none of `text`'s tokens (at least `UNREADABLE_SHARE` are its
+    unknown token): emoji, or a script its vocabulary lacks."""
+    tokenizer = model.tokenizer
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if unknown is None:
+        return False
+    ids = tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+    return bool(ids) and sum(1 for i in ids if i == unknown) / len(ids) >= UNREADABLE_SHARE
+
+
+def unreadable_message(text: str, name: str) -> str:
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return (f"{name} ({shown!r}) holds no word the model knows: it reads almost every token as unknown, "
+            "so any two such texts embed alike and their similarity means nothing. Give it words in a "
+            "language the model was trained on")
+
+
 def warn_if_truncated(text: str, model: Any, name: str = "query") -> None:
     """A `QueryTruncatedWarning` when the model reads only the start of `text` (a query, or a
     sentence to compare)."""

@@ -20,7 +20,7 @@ from indexer.embedding import (
     load_bi_encoder,
 )
 from search.inputs import text_input, text_list, whole_number
-from search.retrieve import warn_if_truncated
+from search.retrieve import unreadable, unreadable_message, warn_if_truncated
 
 _BLOCK_ROWS = 4096
 
@@ -44,11 +44,25 @@ EMPTY = "give it a sentence with some words to compare."
 
 def _sentences(sentences: object, name: str, model: Any) -> list[str]:
     """Checked sentences (`search.inputs.text_list`), each warned about when the model reads only
-    its start (`QueryTruncatedWarning`, as a query gets)."""
+    its start (`QueryTruncatedWarning`, as a query gets); a sentence the model cannot read (no
+    word it knows) is a ValueError naming it."""
     items = text_list(sentences, name, EMPTY)
     for pos, sentence in enumerate(items):
+        _check_readable(sentence, model, f"{name}[{pos}]")
         warn_if_truncated(sentence, model, f"{name}[{pos}]")
     return items
+
+
+def unreadable_sentences(sentences: Sequence[str], model: Any = None) -> list[int]:
+    """Positions of the sentences the model cannot read (no word it knows: `search.retrieve.unreadable`),
+    which the other functions refuse; a page can leave them out and say so."""
+    loaded = _model(model)
+    return [pos for pos, sentence in enumerate(sentences) if unreadable(sentence, loaded)]
+
+
+def _check_readable(sentence: str, model: Any, name: str) -> None:
+    if unreadable(sentence, model):
+        raise ValueError(unreadable_message(sentence, name) + ".")
 
 
 def embed(sentences: Sequence[str], model: Any = None, batch_size: int = 64) -> np.ndarray:
@@ -63,10 +77,11 @@ def similarity(a: str, b: str, model: Any = None) -> float:
     first = text_input(a, "a", f"a is empty; {EMPTY}")
     second = text_input(b, "b", f"b is empty; {EMPTY}")
     loaded = _model(model)
-    warn_if_truncated(first, loaded, "a")
-    warn_if_truncated(second, loaded, "b")
+    for sentence, name in ((first, "a"), (second, "b")):
+        _check_readable(sentence, loaded, name)
+        warn_if_truncated(sentence, loaded, name)
     vectors = encode_texts(loaded, [first, second])
-    return float(vectors[0] @ vectors[1])
+    return float(np.clip(vectors[0] @ vectors[1], -1.0, 1.0))  # unit vectors in float32 reach 1.0000001
 
 
 def similarity_matrix(
@@ -79,7 +94,7 @@ def similarity_matrix(
     loaded = _model(model)
     emb_a = encode_texts(loaded, _sentences(sentences_a, "sentences_a", loaded))
     emb_b = emb_a if sentences_b is None else encode_texts(loaded, _sentences(sentences_b, "sentences_b", loaded))
-    return emb_a @ emb_b.T
+    return np.clip(emb_a @ emb_b.T, -1.0, 1.0)
 
 
 def top_pairs(sentences: Sequence[str], k: int = 10, model: Any = None) -> list[Pair]:
@@ -108,5 +123,5 @@ def top_pairs_from_embeddings(emb: np.ndarray, k: int, block_rows: int = _BLOCK_
         score_function=dot_score,
     )
     # The library returns [score, i, j] lists ordered by score alone; Pair and the (i, j) tie order are ours.
-    pairs = [Pair(int(i), int(j), float(score)) for score, i, j in mined]
+    pairs = [Pair(int(i), int(j), min(1.0, max(-1.0, float(score)))) for score, i, j in mined]
     return sorted(pairs, key=lambda pair: (-pair.score, pair.i, pair.j))

@@ -295,6 +295,12 @@ def test_compare_page_scores_two_sentences_and_a_list(
     at.text_input(key="second").input("The stock market fell sharply today.").run()
     far = float(metrics(at)["Cosine similarity"])
     assert -1.0 <= far < close <= 1.0
+    at.text_input(key="first").input("🐧🐧🐧")
+    at.text_input(key="second").input("😀🎉").run()
+    assert not at.exception and "Cosine similarity" not in metrics(at)
+    assert any("holds no word the model knows" in w.value for w in at.warning)
+    at.text_input(key="first").input("A man is playing a guitar.")
+    at.text_input(key="second").input("Someone plays an instrument.").run()
 
     sentences = [
         "The cat sits on the mat.",

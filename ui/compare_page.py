@@ -13,6 +13,7 @@ import streamlit as st
 from indexer import IndexerError
 from indexer.model_spec import DEFAULT_MODEL_NAME
 from search import IndexNotFoundError, SearchError, similarity, similarity_matrix, top_pairs
+from search.sentence_similarity import unreadable_sentences
 from ui.highlight import escape_markdown
 from ui.resources import searcher_for
 
@@ -98,7 +99,10 @@ def compare_page(folder: Path) -> None:
     first = st.text_input("First sentence", value=EXAMPLE_PAIR[0], key="first")
     second = st.text_input("Second sentence", value=EXAMPLE_PAIR[1], key="second")
     if first.strip() and second.strip():
-        st.metric("Cosine similarity", f"{similarity(first, second, model=model):.3f}")
+        try:
+            st.metric("Cosine similarity", f"{similarity(first, second, model=model):.3f}")
+        except ValueError as err:  # a sentence without a word the model knows
+            st.warning(f"No similarity to show: {escape_markdown(str(err))}")
     else:
         st.info("Type a sentence in both boxes to compare them.")
 
@@ -112,6 +116,11 @@ def compare_page(folder: Path) -> None:
         )
     )
     sentences = [line.strip() for line in text.splitlines() if line.strip()]
+    unknown = set(unreadable_sentences(sentences, model=model))
+    if unknown:
+        shown = "; ".join(f"sentence {pos + 1} ({escape_markdown(sentences[pos][:40])})" for pos in sorted(unknown))
+        st.warning(f"Left out, as they hold no word the model knows (any two such sentences would score 1.00): {shown}.")
+        sentences = [s for pos, s in enumerate(sentences) if pos not in unknown]
     if len(sentences) < 2:
         st.info("Enter at least two sentences, one per line, to see how similar they are.")
         return

@@ -603,3 +603,9 @@ def test_the_schema_publishes_the_filter_shape(client):
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     assert {"MetadataFilter", "FieldCondition"} <= set(schemas)
     assert schemas["MetadataFilter"]["properties"]["$not"] == {"$ref": "#/components/schemas/MetadataFilter"}
+
+
+def test_similarity_of_text_the_model_cannot_read_is_refused_naming_the_field(client):
+    body = assert_error(client.post("/similarity", json={"a": "🐧🐧🐧", "b": "😀🎉"}), 400,
+                        "holds no word the model knows")
+    assert "sentences_a" not in body["detail"] and body["detail"].startswith("a[0] (")

@@ -71,3 +71,17 @@ def test_bad_inputs_are_explained(tiny_model):
         top_pairs(["alone"], model=tiny_model)
     with pytest.raises(ValueError, match=r"k \(0\) must be at least 1"):
         top_pairs(["a", "b"], k=0, model=tiny_model)
+
+
+def test_text_without_a_word_the_model_knows_is_refused_and_cosines_stay_in_range(tiny_model_dir):
+    from search.sentence_similarity import unreadable_sentences
+
+    model = str(tiny_model_dir)
+    with pytest.raises(ValueError, match=r"a \('🐧🐧🐧'\) holds no word the model knows"):
+        similarity("🐧🐧🐧", "😀🎉", model=model)
+    with pytest.raises(ValueError, match=r"sentences_a\[1\] .* holds no word the model knows"):
+        similarity_matrix(["a cat", "😀🎉"], model=model)
+    assert unreadable_sentences(["a cat", "🐧🐧🐧", "a 🐧 sat on the mat"], model=model) == [1]
+    same = similarity("the cat sat on the mat", "the cat sat on the mat", model=model)
+    assert same <= 1.0 and same == pytest.approx(1.0, abs=1e-5)
+    assert float(similarity_matrix(["a dog", "a cat"], model=model).max()) <= 1.0
