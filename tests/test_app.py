@@ -289,6 +289,9 @@ def test_compare_page_scores_two_sentences_and_a_list(
     assert not at.exception
     assert at.query_params == {"page": "compare"}
 
+    at.text_input(key="first").input("A man plays a guitar on the stage tonight. " * 60)
+    at.text_input(key="second").input("Someone plays an instrument.").run()
+    assert any("the rest was ignored" in w.value for w in at.warning), [w.value for w in at.warning]
     at.text_input(key="first").input("A man is playing a guitar.")
     at.text_input(key="second").input("Someone plays an instrument.").run()
     close = float(metrics(at)["Cosine similarity"])

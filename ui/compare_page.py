@@ -3,7 +3,10 @@ pairs of many, under the open index's model (the default model without one)."""
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +15,14 @@ import streamlit as st
 
 from indexer import IndexerError
 from indexer.model_spec import DEFAULT_MODEL_NAME
-from search import IndexNotFoundError, SearchError, similarity, similarity_matrix, top_pairs
+from search import (
+    IndexNotFoundError,
+    QueryTruncatedWarning,
+    SearchError,
+    similarity,
+    similarity_matrix,
+    top_pairs,
+)
 from search.sentence_similarity import unreadable_sentences
 from ui.highlight import escape_markdown
 from ui.resources import searcher_for
@@ -87,6 +97,18 @@ def compare_model(folder: Path) -> tuple[object | None, str]:
     return None, f"**{escape_markdown(DEFAULT_MODEL_NAME)}**, the default model, as {reason}"
 
 
+@contextlib.contextmanager
+def truncation_warnings() -> Iterator[None]:
+    """Show each `QueryTruncatedWarning` the block raises (a sentence longer than the model reads,
+    compared by its start only) on the page, as the search page does for a query."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", QueryTruncatedWarning)
+        yield
+    for warning in caught:
+        if issubclass(warning.category, QueryTruncatedWarning):
+            st.warning(escape_markdown(str(warning.message)))
+
+
 def compare_page(folder: Path) -> None:
     st.title("Compare sentences")
     model, label = compare_model(folder)
@@ -100,7 +122,8 @@ def compare_page(folder: Path) -> None:
     second = st.text_input("Second sentence", value=EXAMPLE_PAIR[1], key="second")
     if first.strip() and second.strip():
         try:
-            st.metric("Cosine similarity", f"{similarity(first, second, model=model):.3f}")
+            with truncation_warnings():
+                st.metric("Cosine similarity", f"{similarity(first, second, model=model):.3f}")
         except ValueError as err:  # a sentence without a word the model knows
             st.warning(f"No similarity to show: {escape_markdown(str(err))}")
     else:
@@ -125,7 +148,8 @@ def compare_page(folder: Path) -> None:
         st.info("Enter at least two sentences, one per line, to see how similar they are.")
         return
     try:
-        pairs = top_pairs(sentences, n_pairs, model=model)
+        with truncation_warnings():
+            pairs = top_pairs(sentences, n_pairs, model=model)
         scores = (
             similarity_matrix(sentences, model=model) if len(sentences) <= MAX_HEATMAP_SENTENCES else None
         )

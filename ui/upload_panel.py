@@ -60,15 +60,22 @@ def upload_section(folder: Path) -> None:
     result: UploadResult | None = st.session_state.get("upload_result")
     if result is not None:
         report = result.report
-        sidebar.success(
-            f"Added {plural(report.documents_added, 'new document')} and updated "
-            f"{plural(report.documents_updated, 'document')} from {plural(len(result.saved), 'file')} "
-            f"({plural(report.passages_embedded, 'passage')} embedded). "
-            f"The index now holds {plural(report.total_documents, 'document')}."
-        )
+        sidebar.success(upload_message(result))
         sidebar.caption(report.summary())
         for issue in result.issues:
             sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
+
+
+def upload_message(result: UploadResult) -> str:
+    """What a batch of uploads added, counting the files read and those skipped apart."""
+    report = result.report
+    skipped = {issue.split(":", 1)[0] for issue in result.issues} & set(result.saved)
+    files = (f"from {len(result.saved) - len(skipped)} of {plural(len(result.saved), 'file')}; "
+             f"{len(skipped)} skipped (below)" if skipped else f"from {plural(len(result.saved), 'file')}")
+    return (f"Added {plural(report.documents_added, 'new document')} and updated "
+            f"{plural(report.documents_updated, 'document')} {files} "
+            f"({plural(report.passages_embedded, 'passage')} embedded). "
+            f"The index now holds {plural(report.total_documents, 'document')}.")
 
 
 def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
