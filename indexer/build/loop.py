@@ -306,8 +306,10 @@ class BuildLoop:
         self.report.warnings.extend(self.embedder.warnings)
         self.embedder.warnings.clear()
         self.offset = self.report.passages_committed
+        embedding = time.perf_counter()
         vectors = self.embedder.embed(docs, spans, self.step) if docs else \
             np.empty((0, self.meta.dimension), np.float32)
+        self.report.embed_seconds += time.perf_counter() - embedding
         return taken, tx.commit(chunk, self.origin, spans, vectors, self.meta), sum(map(len, spans))
 
     def skip_empty(self, empty: list[Document], changes: Plan) -> None:

@@ -283,6 +283,7 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
     report = BuildReport(index_dir=config.index_dir, model=spec.id)
     try:
         documents = read_source(config, report)
+        report.read_seconds = time.perf_counter() - started
         meta = BuildMeta(spec, 0, 0, 0, False, started, config.vector_index, config.segments)
         if not config.rebuild and IndexLayout(config.index_dir).manifest.is_file():
             try:  # nothing to embed: commit without the model
@@ -290,7 +291,9 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
                                         meta, progress)
             except NeedsModel:
                 pass
+        loading = time.perf_counter()
         model = load_bi_encoder(spec)
+        report.model_seconds = time.perf_counter() - loading
         chunking = chunking_for(config, model, None)  # explicit settings checked before mkdir
         meta = BuildMeta(spec, embedding_dimension(model), chunking.passage_tokens,
                          chunking.overlap_tokens, chunking.embed_titles, started,

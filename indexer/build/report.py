@@ -29,6 +29,12 @@ class BuildReport:
     total_documents: int = 0
     total_passages: int = 0
     seconds: float = 0.0
+    # The build's phases: reading (and extracting) the source, loading the model, embedding;
+    # the rest of `seconds` is cutting passages and writing SQL, FAISS and BM25 (BM25 alone:
+    # `bm25_seconds`).
+    read_seconds: float = 0.0
+    model_seconds: float = 0.0
+    embed_seconds: float = 0.0
     bm25_seconds: float = 0.0
     commits: int = 0
     documents_committed: int = 0
@@ -56,15 +62,22 @@ class BuildReport:
         precomputed = self.passages_committed - self.passages_embedded
         if precomputed:
             return f"ingested {precomputed} precomputed vectors"
-        return f"embedded {self.passages_embedded} passages"
+        rate = f" ({self.passages_embedded / self.embed_seconds:.1f} passages/s)" if self.embed_seconds > 0 else ""
+        return f"embedded {self.passages_embedded} passages in {self.embed_seconds:.1f} s{rate}"
+
+    def _phases(self) -> str:
+        """Where the whole build's time went, so loading the model is not charged to embedding."""
+        written = max(0.0, self.seconds - self.read_seconds - self.model_seconds - self.embed_seconds)
+        return (f"{self.seconds:.1f} s in all: reading {self.read_seconds:.1f} s, loading the model "
+                f"{self.model_seconds:.1f} s, embedding {self.embed_seconds:.1f} s, cutting and writing "
+                f"{written:.1f} s")
 
     def summary(self) -> str:
         return (
             f"{self.total_documents} documents, {self.total_passages} passages in the index "
             f"(+{self.documents_added} new, ~{self.documents_updated} changed, "
             f"-{self.documents_removed} removed, {self.documents_unchanged} unchanged); "
-            f"{self._added()} in {self.seconds:.1f} s "
-            f"({self.passages_per_second:.1f} passages/s); BM25 index built in "
+            f"{self._added()}; {self._phases()}; BM25 index built in "
             f"{self.bm25_seconds:.1f} s; vector index {self.vector_index or 'unchanged'}; "
             f"{len(self.issues)} input issue(s), {len(self.warnings)} warning(s)"
             + "".join(f"\n  note: {note}" for note in self.notes)

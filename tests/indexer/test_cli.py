@@ -9,6 +9,8 @@ def test_cli_builds_and_prints_a_summary(topic_corpus, tmp_path, tiny_model, cap
     out = capsys.readouterr().out
     assert "4 documents, 4 passages in the index (+4 new" in out
     assert "passages/s" in out
+    # each phase on its own: loading the model is not charged to embedding
+    assert "s in all: reading " in out and ", loading the model " in out and ", embedding " in out
 
 
 def test_cli_reports_errors_without_a_traceback(tmp_path, tiny_model, capsys):
