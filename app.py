@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from search.params import MODES, SCREEN_K
+from search.params import SCREEN_K, check_count, check_mode
 from ui.compare_page import compare_page
 from ui.resources import index_dir
 from ui.search_page import DEFAULT_MODE, RESULTS_BOX_MAX, search_page
@@ -32,26 +32,45 @@ PAGES = (SEARCH_PAGE, COMPARE_PAGE)
 
 
 def initial_state() -> None:
-    """Fill widget state once per session from the URL, so search links can be shared."""
+    """Fill widget state once per session from the URL, so search links can be shared. A link's
+    k and mode pass the checks every surface uses (`search.params`: the API refuses what they
+    refuse); a value they refuse is replaced by the default, and the page says so."""
     params = st.query_params
     if "page" not in st.session_state:
         wanted = params.get("page", "").strip().lower()
         st.session_state.page = COMPARE_PAGE if wanted == COMPARE_PAGE.lower() else SEARCH_PAGE
     if "query" not in st.session_state:
         st.session_state.query = params.get("q", "")
+    notices: list[str] = []
     if "k" not in st.session_state:
-        try:
-            st.session_state.k = min(max(int(params.get("k", SCREEN_K)), 1), RESULTS_BOX_MAX)
-        except ValueError:
-            st.session_state.k = SCREEN_K
+        st.session_state.k = SCREEN_K
+        if "k" in params:
+            try:
+                st.session_state.k = check_count("k", int(params["k"]), RESULTS_BOX_MAX)
+            except ValueError as err:
+                reason = str(err) if params["k"].strip().lstrip("-").isdigit() else "k must be a whole number."
+                notices.append(f"The link's k={params['k']!r} was not used: {reason} Showing {SCREEN_K}.")
     if "mode" not in st.session_state:
-        wanted = params.get("mode", "").strip().lower()
-        st.session_state.mode = wanted if wanted in MODES else DEFAULT_MODE
+        st.session_state.mode = DEFAULT_MODE
+        if "mode" in params:
+            try:
+                st.session_state.mode = check_mode(params["mode"])
+            except ValueError as err:
+                notices.append(f"The link's mode={params['mode']!r} was not used: {err} Searching in {DEFAULT_MODE}.")
+    if notices:
+        st.session_state.link_notices = notices
+
+
+def show_link_notices() -> None:
+    """Once, above the page: which of the link's values were replaced, and why."""
+    for notice in st.session_state.pop("link_notices", []):
+        st.warning(notice)
 
 
 def main() -> None:
     st.set_page_config(page_title="Semantic search", page_icon="🔎", layout="wide")
     initial_state()
+    show_link_notices()
     folder = index_dir()
     st.sidebar.title("Semantic search")
     page = st.sidebar.radio("Page", PAGES, key="page")

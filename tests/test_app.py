@@ -755,3 +755,20 @@ def test_next_and_previous_pages_show_the_same_ranking_in_slices(demo_index: Pat
     at.button(key="page_next").click().run()
     at.text_input(key="query").input("planets and moons").run()
     assert at.button(key="page_previous").disabled  # a new search starts at its first page
+
+
+@pytest.mark.parametrize(("params", "k", "mode", "said"), [
+    ({"k": "1000"}, 5, "hybrid", "k (1000) must be at least 1 and at most 50. Showing 5."),
+    ({"k": "0"}, 5, "hybrid", "k (0) must be at least 1"),
+    ({"k": "ten"}, 5, "hybrid", "k must be a whole number"),
+    ({"mode": "foo"}, 5, "hybrid", "Unknown mode 'foo'. Valid: dense, bm25, hybrid. Searching in hybrid."),
+    ({"mode": "BM25"}, 5, "hybrid", "Unknown mode 'BM25'"),  # the API refuses it too: one rule
+])
+def test_a_link_value_the_checks_refuse_is_replaced_and_the_page_says_so(
+    demo_index: Path, monkeypatch: pytest.MonkeyPatch, params: dict, k: int, mode: str, said: str
+) -> None:
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
+    at = run_app({"q": "largest planet", **params})
+    assert not at.exception
+    assert (int(at.session_state["k"]), at.session_state["mode"]) == (k, mode)
+    assert any(said in w.value for w in at.warning), [w.value for w in at.warning]
