@@ -345,7 +345,7 @@ def test_upload_adds_documents_and_warns_about_a_bad_file(private_index: Path) -
     assert not at.exception
     assert not at.error
     assert at.sidebar.success[0].value == (
-        "Added 1 new document and updated 0 documents from 2 files (1 passage embedded). "
+        "Added 1 new document and updated 0 documents from 1 of 2 files; 1 skipped (below) (1 passage embedded). "
         "The index now holds 5 documents."
     )
     warnings = [w.value for w in at.sidebar.warning]
