@@ -89,6 +89,15 @@ def distinct_passages(ranked: Sequence[tuple[Any, PassageRecord]]) -> tuple[list
     return distinct, merged
 
 
+def at_the_ends(choice: ModeChoice, fused_by: Fusion) -> ModeChoice:
+    """A hybrid search at a dense share of 1 is the dense search, and at 0 the BM25 one, exactly:
+    fusing would still rank by the fused lists' own rules (reciprocal ranks, no second-passage
+    bonus), which differ from the single retriever's, while the share promises one list alone."""
+    if choice.mode != "hybrid" or fused_by.weight not in (0.0, 1.0):
+        return choice
+    return replace(choice, mode="dense" if fused_by.weight == 1.0 else "bm25")
+
+
 def with_relevance(hits: list[Hit], calibrated: Calibrated, scored: int) -> list[Hit]:
     """`hits` with the calibrated relevance of the first `scored` (those ranked by the score the
     curve was fitted on: after reranking, the reranked head; the tail past it keeps None)."""
@@ -311,6 +320,7 @@ class Searcher:
                 f"({candidates}); raise candidates or lower k."
             )
         loaded, choice = self._choose(params.mode, params.model_wait)
+        choice = at_the_ends(choice, fused_by)
         model = None if choice.mode == "bm25" else self.model  # may wait for it; BM25 never encodes
         started = time.perf_counter()
         request = prepared if prepared is not None and model is not None else Query(text, model)
@@ -322,6 +332,7 @@ class Searcher:
             # A build committed while this search read, and its rows replaced passages the loaded
             # build still named (a rebuild replaces all): answer from the new build instead.
             loaded, choice = self._choose(params.mode, params.model_wait)
+            choice = at_the_ends(choice, fused_by)
             if choice.mode != "bm25" and request.model is None:
                 request = Query(text, self.model)
             within = self._within(loaded, params)

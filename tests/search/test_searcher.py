@@ -297,14 +297,19 @@ def test_fusion_decides_the_hybrid_order(tiny_index):
     query = searcher.query(text)
     dense = [(c.passage_id, c.score) for c in searcher.retriever("dense").retrieve(query, 100)]
     lexical = [(c.passage_id, c.score) for c in searcher.retriever("bm25").retrieve(query, 100)]
-    for method, weight in (("rrf", 0.5), ("minmax", 0.3), ("zscore", 0.9), ("minmax", 1.0), ("minmax", 0.0)):
+    for method, weight in (("rrf", 0.5), ("minmax", 0.3), ("zscore", 0.9), ("tmm", 0.8)):
         expected = Fusion(method, weight).fuse(dense, lexical)  # one passage per document here
         hits = searcher.search(text, k=5, mode="hybrid", fusion=method, fusion_weight=weight)
         assert [(h.passage_id, h.score) for h in hits] == [
             (pid, pytest.approx(score)) for pid, score in expected[:5]
         ]
-    dense_only = searcher.search(text, k=5, mode="hybrid", fusion="minmax", fusion_weight=1.0)
-    assert [h.doc_id for h in dense_only] == [h.doc_id for h in searcher.search(text, k=5, mode="dense")]
+    # A dense share of 1 is dense alone and 0 BM25 alone, exactly, under every fusion method
+    # (RRF at 1 once ranked otherwise than dense mode: no second-passage share, reciprocal ranks).
+    dense, bm25 = searcher.search_detailed(text, k=5, mode="dense"), searcher.search_detailed(text, k=5, mode="bm25")
+    for method in ("rrf", "minmax", "tmm", "zscore"):
+        for weight, alone in ((1.0, dense), (0.0, bm25)):
+            ends = searcher.search_detailed(text, k=5, mode="hybrid", fusion=method, fusion_weight=weight)
+            assert (ends.mode, ends.hits) == (alone.mode, alone.hits), (method, weight)
 
 
 # --- when the model loads: eager (default), background, lazy (tiny models) -----------------------
