@@ -82,7 +82,7 @@ from search.matches import find_matches, query_terms
 from search.params import DEFAULT_K, MAX_K, SearchParams
 from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
 from search.searcher import Searcher
-from search.sentence_similarity import similarity_matrix
+from search.sentence_similarity import similarity_matrix, unreadable_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -408,18 +408,28 @@ async def similarity_with(service: Service, request: SimilarityRequest) -> Simil
     a = cast(list[str], [request.a] if pair else request.a)
     b = cast(list[str], [request.b] if pair else request.b)
 
-    def compute() -> tuple[list[list[float]], str]:
+    def compute() -> tuple[list[list[float | None]], str, list[str]]:
         model, label = service.similarity_model()
-        return similarity_matrix(a, b, model=model).tolist(), label
+        bad_a, bad_b = set(unreadable_sentences(a, model)), set(unreadable_sentences(b, model))
+        rows = [i for i in range(len(a)) if i not in bad_a]
+        cols = [j for j in range(len(b)) if j not in bad_b]
+        matrix: list[list[float | None]] = [[None] * len(b) for _ in a]
+        if rows and cols:
+            scores = similarity_matrix([a[i] for i in rows], [b[j] for j in cols], model=model)
+            for r, i in enumerate(rows):
+                for c, j in enumerate(cols):
+                    matrix[i][j] = float(scores[r, c])
+        return matrix, label, [f"a[{i}]" for i in sorted(bad_a)] + [f"b[{j}]" for j in sorted(bad_b)]
 
     try:
-        matrix, label = await _in_thread(service, compute)
+        matrix, label, unreadable = await _in_thread(service, compute)
     except IndexerError as err:
         raise service.unavailable(err) from err
     except (ValueError, TypeError) as err:  # the similarity functions' own checks, in the request's own names
         message = str(err).replace("sentences_a", "a").replace("sentences_b", "b")
         raise ApiError(400, "bad_request", service.public(message)) from err
-    return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None)
+    return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None,
+                              unreadable=unreadable)
 
 
 # --- the app ----------------------------------------------------------------------------------

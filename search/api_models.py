@@ -262,8 +262,15 @@ class StatsResponse(BaseModel):
 
 class SimilarityResponse(BaseModel):
     model: str
-    matrix: list[list[float]] = Field(description="cosine similarities, one row per sentence of `a`")
-    score: float | None = Field(description="the one similarity, when `a` and `b` are sentences")
+    matrix: list[list[float | None]] = Field(description=(
+        "cosine similarities in [-1, 1], one row per sentence of `a`; null where either sentence holds no "
+        "word the model knows (see `unreadable`)"))
+    score: float | None = Field(description="the one similarity, when `a` and `b` are sentences (null when "
+                                "either is unreadable)")
+    unreadable: list[str] = Field(default_factory=list, description=(
+        "the sentences the model cannot read, as `a[i]` or `b[j]`: it knows almost none of their tokens "
+        "(emoji, a script outside its vocabulary), so any two such texts would embed alike and score 1; "
+        "their similarities are null"))
 
 
 class HealthResponse(BaseModel):

@@ -605,7 +605,9 @@ def test_the_schema_publishes_the_filter_shape(client):
     assert schemas["MetadataFilter"]["properties"]["$not"] == {"$ref": "#/components/schemas/MetadataFilter"}
 
 
-def test_similarity_of_text_the_model_cannot_read_is_refused_naming_the_field(client):
-    body = assert_error(client.post("/similarity", json={"a": "🐧🐧🐧", "b": "😀🎉"}), 400,
-                        "holds no word the model knows")
-    assert "sentences_a" not in body["detail"] and body["detail"].startswith("a[0] (")
+def test_similarity_flags_text_the_model_cannot_read(client):
+    body = client.post("/similarity", json={"a": "🐧🐧🐧", "b": "😀🎉"}).json()
+    assert (body["score"], body["matrix"], body["unreadable"]) == (None, [[None]], ["a[0]", "b[0]"])
+    body = client.post("/similarity", json={"a": ["a cat", "🐧🐧🐧"], "b": ["a kitten"]}).json()
+    assert body["unreadable"] == ["a[1]"] and body["matrix"][1] == [None]
+    assert -1.0 <= body["matrix"][0][0] <= 1.0

@@ -40,6 +40,15 @@ def test_the_curve_for_each_ranking_and_the_nearest_weight():
     assert shipped.for_ranking("dense", None, True, "all-MiniLM-L6-v2").curve is None  # no rerank curve
 
 
+def test_a_curve_that_did_not_hold_across_the_dev_sets_is_not_served():
+    curves = {**CURVES, "dense": {**CURVES["dense"], "ece_left_out": 0.084, "ece_labels_left_out": 0.087},
+              "hybrid/tmm/0.80": {**CURVES["hybrid/tmm/0.80"], "ece_left_out": 0.022, "ece_labels_left_out": 0.081}}
+    shipped = Calibration.from_json({"model": "all-MiniLM-L6-v2", "curves": curves})
+    assert "hybrid/tmm/0.80" in shipped.curves and "dense" not in shipped.curves
+    dense = shipped.for_ranking("dense", None, False, "all-MiniLM-L6-v2")
+    assert dense.curve is None and "0.084, was not below half the cosine labels' (0.087)" in dense.note
+
+
 def test_another_model_gets_no_dense_relevance_but_bm25_keeps_its_own():
     shipped = calibration()
     other = shipped.for_ranking("dense", None, False, "my-domain-model")
@@ -51,7 +60,8 @@ def test_the_shipped_curves_load_and_never_decrease():
     shipped = load_calibration()
     if shipped is None:
         pytest.skip(f"{CALIBRATION_FILE} is not there yet")
-    assert {"dense", "bm25", "hybrid/tmm/0.80"} <= set(shipped.curves)
+    assert {"hybrid/tmm/0.80", "rerank/hybrid/tmm/0.80"} <= set(shipped.curves)
+    assert {"dense", "bm25"} <= set(shipped.curves) | set(shipped.dropped)
     for curve in shipped.curves.values():
         values = curve(sorted(curve.scores))
         assert values == sorted(values) and values[0] >= 0.0 and values[-1] <= 1.0
