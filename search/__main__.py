@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", type=int, default=None,
                         help="documents passed to the reranker (default 50)")
     parser.add_argument("--db", default=None, help="SQLAlchemy URL, when the index keeps rows elsewhere")
+    parser.add_argument("--min-relevance", type=float, default=None, metavar="P",
+                        help="keep only hits whose calibrated relevance reaches P (0..1); hybrid and "
+                        "reranked searches only: dense and BM25 hits carry none")
     parser.add_argument("--json", action="store_true", help="one JSON object per hit")
     parser.add_argument("--verbose", action="store_true",
                         help="print the time of each stage: opening the index, loading the models, encoding "
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                             model_loading="lazy")
         stages.append(("open the index", time.perf_counter() - opened))
         params = SearchParams(k=args.k, offset=args.offset, mode=args.mode, candidates=args.candidates, fusion=args.fusion,
-                              fusion_weight=args.fusion_weight, filter=args.filter)
+                              fusion_weight=args.fusion_weight, filter=args.filter, min_relevance=args.min_relevance)
         if args.verbose and params.mode != "bm25":  # timed apart from the search it would slow
             loading = time.perf_counter()
             searcher.wait_for_model()

@@ -326,7 +326,7 @@ def params_of(request: SearchFields) -> SearchParams:
     allows) returns k hits, the top `candidates` of them reranked, not a 400."""
     return SearchParams(k=request.k, offset=request.offset, mode=request.mode, rerank=request.rerank,
                         candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
-                        filter=request.filter, keep_tail=True)
+                        filter=request.filter, keep_tail=True, min_relevance=request.min_relevance)
 
 
 async def answer(service: Service, search: Callable[[Searcher, SearchParams], Any], request: SearchFields) -> Any:
@@ -520,12 +520,13 @@ def create_app(config: ApiConfig) -> FastAPI:
         candidates: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
         fusion: FusionMethod | None = None,
         fusion_weight: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False)] = None,
+        min_relevance: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False)] = None,
     ) -> SearchResponse:
         """The k best documents for `q`, each with its best passage; the same fields as POST."""
         refuse_unknown_parameters(http)
         return await search_with(service, SearchRequest.model_construct(
             q=q, k=k, offset=offset, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
-            fusion_weight=fusion_weight))
+            fusion_weight=fusion_weight, min_relevance=min_relevance))
 
     @app.post("/search", response_model=SearchResponse)
     async def search_post(request: SearchRequest) -> SearchResponse:

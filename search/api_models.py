@@ -117,6 +117,12 @@ class SearchFields(BaseModel):
         None, ge=0.0, le=1.0, allow_inf_nan=False,
         description="the dense list's share in hybrid, 0 (BM25 alone) to 1 (dense alone)",
     )
+    min_relevance: float | None = Field(
+        None, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="keep only hits whose calibrated relevance reaches this probability, 0..1 (a cut of the "
+        "ranking, so fewer than k may come back); not applied where hits carry no relevance (dense, BM25), "
+        "and `relevance_note` says so",
+    )
     filter: MetadataFilterJson | None = Field(
         None, description='keep only documents whose metadata matches, before ranking: {"tag": "billing", '
         '"year": {"$gte": 2025}}; k hits come back whenever k documents match (POST only)')

@@ -71,6 +71,12 @@ class SearchParams:
     mapping in the shape `indexer.store.metadata_filter` documents (`{"tag": "billing",
     "year": {"$gte": 2025}}`) or its JSON text; it is parsed here, so a bad one raises a
     `FilterError` (a ValueError) naming the fix. k hits come back whenever k documents match.
+
+    `min_relevance` (0..1) keeps only hits whose calibrated relevance (`Hit.relevance`, the
+    probability of relevance from the score that ranks: `search.relevance`) reaches it; since
+    relevance never rises down the ranking, that cuts the ranking where it falls below, so fewer
+    than k hits may come back. A search whose hits carry no relevance (dense and BM25, whose curves
+    did not hold across the dev sets; another bi-encoder) is not cut, and `relevance_note` says so.
     """
 
     k: int = DEFAULT_K
@@ -83,6 +89,7 @@ class SearchParams:
     keep_tail: bool = False
     filter: Filter | dict[str, Any] | str | None = None
     model_wait: float | None = None
+    min_relevance: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filter", parse_filter(self.filter))
@@ -105,3 +112,6 @@ class SearchParams:
             check_fusion(self.fusion)
         if self.fusion_weight is not None:
             check_fusion_weight(self.fusion_weight)
+        if self.min_relevance is not None and (isinstance(self.min_relevance, bool) or not isinstance(
+                self.min_relevance, numbers.Real) or not 0.0 <= self.min_relevance <= 1.0):
+            raise ValueError(f"min_relevance ({self.min_relevance!r}) must be a probability from 0 to 1, or None.")

@@ -353,6 +353,12 @@ class Searcher:
             reranked = len(head)
         calibrated = self.calibrated(choice.mode, fused_by, reranked > 0, loaded.stats.model_label)
         hits = with_relevance(hits, calibrated, reranked if reranker is not None else len(hits))
+        note = calibrated.note
+        if params.min_relevance is not None:
+            if calibrated.curve is None:
+                note = f"min_relevance was not applied: {note}"
+            else:  # relevance never rises down the ranking: a cut, which keeps the top k stable
+                hits = [hit for hit in hits if hit.relevance is not None and hit.relevance >= params.min_relevance]
         return SearchResult(
             hits=hits[params.offset:k],
             mode=choice.mode,
@@ -361,7 +367,7 @@ class Searcher:
             fallback_reason=choice.fallback_reason,
             stats=loaded.stats,
             skipped=skipped,
-            relevance_note=calibrated.note,
+            relevance_note=note,
         )
 
     def calibrated(self, mode: str, fusion: Fusion, reranked: bool, model_label: str) -> Calibrated:

@@ -611,3 +611,9 @@ def test_similarity_flags_text_the_model_cannot_read(client):
     body = client.post("/similarity", json={"a": ["a cat", "🐧🐧🐧"], "b": ["a kitten"]}).json()
     assert body["unreadable"] == ["a[1]"] and body["matrix"][1] == [None]
     assert -1.0 <= body["matrix"][0][0] <= 1.0
+
+
+def test_min_relevance_is_checked_and_passed_on(client):
+    assert_error(client.get("/search", params={"q": "bread", "min_relevance": 1.5}), 422, "min_relevance")
+    body = client.post("/search", json={"q": "bread", "mode": "dense", "min_relevance": 0.5}).json()
+    assert body["hits"] and body["relevance_note"].startswith("min_relevance was not applied")

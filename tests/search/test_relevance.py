@@ -81,3 +81,19 @@ def test_hits_carry_a_relevance_that_follows_the_ranking(tiny_index, tiny_model_
         assert [hit.relevance for hit in result.hits] == [None, None]
         assert "calibrated for another-model" in result.relevance_note
         assert searcher.search("bread oven yeast", k=1, mode="bm25")[0].relevance is not None
+
+
+def test_min_relevance_cuts_the_ranking_where_relevance_falls_below(tiny_index, tiny_model_dir):
+    from search import SearchParams
+
+    with pytest.raises(ValueError, match="min_relevance"):
+        SearchParams(min_relevance=1.5)
+    with Searcher(tiny_index, model=str(tiny_model_dir)) as searcher:
+        searcher.calibration = calibration(model=searcher.stats().model_label)
+        everything = searcher.search_detailed("bread oven yeast", k=4, mode="hybrid").hits
+        cut = sorted({hit.relevance for hit in everything})[1]  # keeps all but the lowest
+        kept = searcher.search_detailed("bread oven yeast", k=4, mode="hybrid", min_relevance=cut).hits
+        assert kept == [hit for hit in everything if hit.relevance >= cut] and 0 < len(kept) < len(everything)
+        searcher.calibration = calibration(model="another-model")
+        dense = searcher.search_detailed("bread oven yeast", k=4, mode="dense", min_relevance=0.9)
+        assert len(dense.hits) == 4 and dense.relevance_note.startswith("min_relevance was not applied")
