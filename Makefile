@@ -27,9 +27,9 @@ $(PY):
 # Python 3.11's venv ships setuptools 65, which needs the `wheel` package for that; 70.1 does not.
 $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@echo "semsearch: installing requirements.txt into $(VENV) (first run, or after it changed; a few minutes)"
-	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt "setuptools>=70.1"
-	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@$(PY) -m pip install -qq --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install -qq --disable-pip-version-check -r requirements.txt "setuptools>=70.1"
+	@$(PY) -m pip install -qq --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
 install: $(STAMP)
