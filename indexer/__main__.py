@@ -17,6 +17,7 @@ from indexer.build.pipeline import build_index
 from indexer.build.repair import repair_index
 from indexer.errors import IndexerError
 from indexer.index import Index
+from indexer.settings import quiet_library_logs
 from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
 from indexer.store.ann import KINDS, STORAGES, VectorIndexConfig
 
@@ -130,6 +131,7 @@ def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    quiet_library_logs()
     args = parse_args(argv)
     try:
         if args.command == "stats":

@@ -1,4 +1,5 @@
-"""Every `SEMSEARCH_*` environment variable, read here and nowhere else.
+"""Every `SEMSEARCH_*` environment variable, read here and nowhere else; and which libraries'
+log lines reach a user's console (`quiet_library_logs`).
 
 A relative path in any of them is taken from the repository root (where `make run` and `make
 serve` run), so the app, the API and the tools read one value alike. The README's
@@ -7,6 +8,7 @@ Configuration table lists them.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -14,6 +16,19 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INDEX = Path("indexes") / "demo"
 # What SEMSEARCH_RERANKER may say for "no reranker".
 NO_RERANKER = ("none", "off", "0")
+
+
+# Libraries whose INFO lines say nothing a user acts on: FAISS's loader names the CPU build it
+# could not load ("Could not load library with AVX2 support") on every start, and
+# sentence-transformers announces each model load while our own progress says the same.
+QUIET_LIBRARY_LOGGERS = ("faiss.loader", "sentence_transformers")
+
+
+def quiet_library_logs() -> None:
+    """Keep the libraries' INFO lines out of a command's console (warnings still show); every
+    CLI calls it after configuring logging."""
+    for name in QUIET_LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _text(name: str) -> str:

@@ -579,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    settings.quiet_library_logs()
     import uvicorn
 
     try:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from indexer.settings import quiet_library_logs
 from training.config import (
     CROSS_ENCODER_POOLINGS,
     OBJECTIVES,
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> Any:
     args = _parser().parse_args(argv)
     level = logging.INFO if launched_context().is_main else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_library_logs()
     if args.command == "tokenizer":
         from training.tokenizer import train_tokenizer
 

@@ -21,3 +21,15 @@ def test_cli_reports_errors_without_a_traceback(tmp_path, tiny_model, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "Model folder" in err and "Models load offline" in err
+
+
+def test_library_info_lines_stay_out_of_the_console(topic_corpus, tmp_path, tiny_model):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "indexer", "build", "--source", str(topic_corpus), "--index",
+                           str(tmp_path / "idx"), "--model", tiny_model, "--quiet"],
+                          capture_output=True, text=True, timeout=300, check=True)
+    assert "documents" in done.stdout
+    for library in ("INFO faiss.loader", "INFO sentence_transformers"):
+        assert library not in done.stderr, done.stderr[-800:]
