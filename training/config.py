@@ -51,8 +51,9 @@ def default_data_dir() -> Path:
 
 
 def _check_positive(name: str, value: float, hint: str = "") -> None:
+    """A setting that must be above 0; the message names the field and its command-line flag."""
     if value <= 0:
-        raise ValueError(f"{name} must be positive, got {value}. {hint}".strip())
+        raise ValueError(f"{name} (--{name.replace('_', '-')}) must be positive, got {value}. {hint}".strip())
 
 
 def config_from_file(cls: type, path: Path | str, **overrides: Any) -> Any:
@@ -203,7 +204,7 @@ class SiameseConfig:
         if self.pooling is not None and self.pooling not in POOLINGS:
             raise ValueError(f"Unknown pooling {self.pooling!r}. Valid: {', '.join(POOLINGS)}.")
         if self.max_steps == 0 or self.max_steps < -1:
-            raise ValueError(f"max steps ({self.max_steps}) must be positive, or -1 to train for --epochs.")
+            raise ValueError(f"--max-steps ({self.max_steps}) must be positive, or -1 to train for --epochs.")
         _check_positive("epochs", self.epochs)
         _check_positive("batch_size", self.batch_size)
         _check_positive("learning_rate", self.learning_rate)
@@ -259,7 +260,7 @@ class CrossEncoderConfig:
         object.__setattr__(self, "train", tuple(Path(path) for path in train))
         object.__setattr__(self, "out", Path(self.out))
         if self.max_steps == 0 or self.max_steps < -1:
-            raise ValueError(f"max steps ({self.max_steps}) must be positive, or -1 to train for --epochs.")
+            raise ValueError(f"--max-steps ({self.max_steps}) must be positive, or -1 to train for --epochs.")
         _check_positive("epochs", self.epochs)
         _check_positive("batch_size", self.batch_size)
         _check_positive("learning_rate", self.learning_rate)

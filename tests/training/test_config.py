@@ -35,9 +35,9 @@ def test_presets_follow_bert_shapes() -> None:
         ({"tokenizer": None}, r"No tokenizer: pass --tokenizer DIR"),
         ({"mask_rate": 0.0}, r"mask rate \(0.0\) must lie strictly between 0 and 1"),
         ({"max_length": 4}, r"max length \(4\) is too short"),
-        ({"max_steps": 0}, r"max_steps must be positive, got 0"),
-        ({"batch_size": -1}, r"batch_size must be positive, got -1"),
-        ({"learning_rate": 0}, r"learning_rate must be positive"),
+        ({"max_steps": 0}, r"max_steps \(--max-steps\) must be positive, got 0"),
+        ({"batch_size": -1}, r"batch_size \(--batch-size\) must be positive, got -1"),
+        ({"learning_rate": 0}, r"learning_rate \(--learning-rate\) must be positive"),
         ({"warmup_steps": -1}, r"warmup steps \(-1\) must be 0 or more"),
         ({"precision": "fp16"}, r"Unknown precision 'fp16'. Valid: auto, fp32, bf16"),
         ({"attention": "flash"}, r"Unknown attention 'flash'. Valid: sdpa, eager"),
@@ -54,10 +54,10 @@ def test_bad_pretrain_configs_fail_at_once(kwargs: dict, message: str) -> None:
     [
         ({"objective": "contrastive"}, r"Unknown objective 'contrastive'. Valid: softmax, cosine, mnrl, triplet"),
         ({"pooling": "avg"}, r"Unknown pooling 'avg'. Valid: cls, mean, max"),
-        ({"max_steps": 0}, r"max steps \(0\) must be positive, or -1"),
+        ({"max_steps": 0}, r"--max-steps \(0\) must be positive, or -1"),
         ({"objective": "mnrl", "batch_size": 1}, r"batch size \(1\) must be at least 2 for mnrl"),
-        ({"epochs": 0}, r"epochs must be positive"),
-        ({"eval_steps": 0}, r"eval_steps must be positive"),
+        ({"epochs": 0}, r"epochs \(--epochs\) must be positive"),
+        ({"eval_steps": 0}, r"eval_steps \(--eval-steps\) must be positive"),
     ],
 )
 def test_bad_siamese_configs(kwargs: dict, message: str) -> None:
@@ -68,11 +68,11 @@ def test_bad_siamese_configs(kwargs: dict, message: str) -> None:
 def test_bad_tokenizer_and_cross_encoder_configs() -> None:
     with pytest.raises(ValueError, match=r"vocab size \(3\) must exceed the 5 special tokens"):
         TokenizerConfig(corpus="c", out="o", vocab_size=3)
-    with pytest.raises(ValueError, match=r"min_frequency must be positive"):
+    with pytest.raises(ValueError, match=r"min_frequency \(--min-frequency\) must be positive"):
         TokenizerConfig(corpus="c", out="o", min_frequency=0)
     with pytest.raises(ValueError, match=r"negatives per query \(-1\) must be 0 or more"):
         CrossEncoderConfig(base="b", train="t", out="o", negatives_per_query=-1)
-    with pytest.raises(ValueError, match=r"max steps \(-5\) must be positive"):
+    with pytest.raises(ValueError, match=r"--max-steps \(-5\) must be positive"):
         CrossEncoderConfig(base="b", train="t", out="o", max_steps=-5)
 
 
