@@ -140,19 +140,23 @@ class BM25Store:
     """
 
     def __init__(self, ids: np.ndarray, index: bm25s.BM25 | None, avg_doc_len: float | None = None,
-                 frozen_from: str | None = None, title_repeats: int = LEGACY_TITLE_REPEATS) -> None:
+                 frozen_from: str | None = None, title_repeats: int = LEGACY_TITLE_REPEATS,
+                 stopwords: str | Sequence[str] = STOPWORDS) -> None:
         self._ids = np.ascontiguousarray(ids, dtype=np.int64)
         self._index = index
         self.avg_doc_len = avg_doc_len  # None in folders written before delta segments existed
         self.frozen_from = frozen_from  # a delta: the base folder whose statistics it was scored with
         self.title_repeats = title_repeats  # what `bm25_document` was given for these texts
+        # The stop words left out of texts and queries: STOPWORDS for every stored index; another
+        # list only in a store built in memory (bench/bench_stopwords.py measures lists).
+        self.stopwords = stopwords
         self._stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
         # PyStemmer objects are not thread-safe, and Streamlit serves sessions from threads.
         self._stemmer_lock = threading.Lock()
 
     @classmethod
     def build(cls, ids: Sequence[int] | np.ndarray, texts: Sequence[str],
-              title_repeats: int = LEGACY_TITLE_REPEATS) -> BM25Store:
+              title_repeats: int = LEGACY_TITLE_REPEATS, stopwords: str | Sequence[str] = STOPWORDS) -> BM25Store:
         """A base over `texts`; `title_repeats` records how they wrote their titles
         (`bm25_document`), for the delta segments that follow."""
         ids = np.asarray(ids, dtype=np.int64)
@@ -160,7 +164,7 @@ class BM25Store:
             raise ValueError(f"{len(ids)} ids for {len(texts)} texts.")
         if len(np.unique(ids)) != len(ids):
             raise ValueError("passage ids must be unique; the same id appears more than once.")
-        store = cls(ids, None, title_repeats=title_repeats)
+        store = cls(ids, None, title_repeats=title_repeats, stopwords=stopwords)
         if len(ids):
             tokens = store._tokenize(list(texts), return_ids=True)
             index = bm25s.BM25(k1=K1, b=B, method=METHOD)
@@ -242,7 +246,7 @@ class BM25Store:
         with self._stemmer_lock:
             return bm25s.tokenize(
                 texts,
-                stopwords=STOPWORDS,
+                stopwords=self.stopwords,
                 stemmer=self._stemmer,
                 return_ids=return_ids,
                 show_progress=False,
@@ -285,6 +289,9 @@ class BM25Store:
         The rename is atomic, so a reader sees either no folder or a complete one.
         `path` must not exist yet: builds write a new versioned folder each time.
         """
+        if self.stopwords != STOPWORDS:
+            raise ValueError("A BM25 store built with another stop-word list is measured in memory only: an "
+                             "index reads its BM25 folders with STOPWORDS.")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
