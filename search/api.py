@@ -99,7 +99,10 @@ class ApiConfig:
     say, decided by `resolve_reranker` when None. `similarity_model` serves /similarity while no
     index is open (None: the default bi-encoder); once one is, its own model does.
     `poll_seconds` is how often a service without an index looks for one. `cors_origins` are the
-    web origins whose pages may call the API from a browser (CORS); none by default."""
+    web origins whose pages may call the API from a browser (CORS); none by default.
+    `open_in_background`: the server listens at once and loads the reranker, the index and its
+    model in a background thread, answering 503 with Retry-After ("loading") meanwhile, instead of
+    refusing connections until they have loaded (`python -m search.api` does; `--load-first` not)."""
 
     index_dir: Path
     db_url: str | None = None
@@ -109,6 +112,7 @@ class ApiConfig:
     poll_seconds: float = 2.0
     search_threads: int = 1
     cors_origins: tuple[str, ...] = ()
+    open_in_background: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index_dir", Path(self.index_dir))
@@ -159,13 +163,45 @@ class Service:
         self._open_lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._opening = False  # the background open of `open_in_background` is running
         self.limiter: anyio.CapacityLimiter | None = None  # made in the event loop, at startup
 
     @classmethod
     def start(cls, config: ApiConfig) -> Service:
-        """Decide on the reranker (`resolve_reranker`, the CLI's and the app's rule) and load it."""
+        """Decide on the reranker (`resolve_reranker`, the CLI's and the app's rule) and load it, now
+        or, with `open_in_background`, in `open_in_background` (a bad setting still fails here)."""
         choice = resolve_reranker(config.rerank, reranker_setting(config))
-        return cls(config, choice, choice.load())
+        return cls(config, choice, None if config.open_in_background else choice.load())
+
+    @property
+    def opening(self) -> bool:
+        return self._opening
+
+    def open_in_background(self) -> None:
+        """Load the reranker and open the index in a thread while the server already answers (503,
+        "loading", until done); then look for the index as `watch` does when it is not there yet."""
+        self._opening = True
+
+        def run() -> None:
+            try:
+                if self.reranker is None:
+                    self.reranker = self.choice.load()
+            except (OSError, ValueError) as err:  # the reranker folder: said by /health and each search
+                logger.error("The reranker cannot be loaded: %s", err)
+                self._problem = err
+                self._opening = False
+                return
+            opened = self.try_open()
+            self._opening = False
+            if self._stop.is_set():  # the server stopped while this loaded: release what it opened
+                self.close()
+                return
+            if opened is None:
+                if isinstance(self._problem, IndexNotFoundError):
+                    logger.warning("%s The service answers 503 until then.", self._problem)
+                self.watch()
+
+        threading.Thread(target=run, name="semsearch-open", daemon=True).start()
 
     def public(self, text: str) -> str:
         """`text` without the paths and the database URL this server runs with (`redact`): answers
@@ -252,6 +288,9 @@ class Service:
         return searcher
 
     def unavailable(self, err: Exception | None) -> ApiError:
+        if self._opening:
+            return ApiError(503, "loading", "The index and its models are loading; ask again in a moment.",
+                            {"Retry-After": "1"})
         retry = str(max(1, math.ceil(self.config.poll_seconds)))
         if err is None or isinstance(err, IndexNotFoundError):
             found = str(err) if err is not None else "No index is open yet."
@@ -292,6 +331,8 @@ def health_of(service: Service) -> HealthResponse:
     """`index` is "ready" only while a search can be answered: an open index whose last search
     failed (a damaged SQL store) is "unreadable", with the reason, until a newer build is served."""
     problem = service.problem
+    if service.opening:
+        return HealthResponse(status="ok", index="loading", detail="The index and its models are loading.")
     if service.ready:
         failure = service.failure()
         if failure is None:
@@ -439,7 +480,9 @@ def _lifespan(service: Service, config: ApiConfig) -> Callable[[FastAPI], contex
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         service.limiter = anyio.CapacityLimiter(config.search_threads)
-        if await anyio.to_thread.run_sync(service.try_open) is None:
+        if config.open_in_background:
+            service.open_in_background()
+        elif await anyio.to_thread.run_sync(service.try_open) is None:
             if isinstance(service.problem, IndexNotFoundError):  # try_open logged any other problem
                 logger.warning("%s The service answers 503 until then.", service.problem)
             service.watch()
@@ -576,6 +619,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
                         help="let web pages from ORIGIN (e.g. https://intranet.example.org) call the API "
                         "from a browser; repeat for several; none by default")
+    parser.add_argument("--load-first", action="store_true",
+                        help="load the index and the models before listening (connections are refused "
+                        "meanwhile); by default the server listens at once and answers 503 'loading' until ready")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
@@ -588,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ApiConfig(
             index_dir=args.index, db_url=args.db, rerank_model=args.rerank_model, rerank=args.rerank,
             poll_seconds=args.poll_seconds, search_threads=args.search_threads,
-            cors_origins=tuple(args.cors_origin),
+            cors_origins=tuple(args.cors_origin), open_in_background=not args.load_first,
         )
         if args.workers == 1:
             app: FastAPI | str = create_app(config)

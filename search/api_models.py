@@ -281,7 +281,7 @@ class SimilarityResponse(BaseModel):
 
 class HealthResponse(BaseModel):
     status: Literal["ok"]
-    index: Literal["ready", "missing", "unreadable"]
+    index: Literal["ready", "loading", "missing", "unreadable"]
     detail: str | None = Field(description="why the index is not ready, and the fix")
 
 

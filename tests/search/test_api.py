@@ -617,3 +617,25 @@ def test_min_relevance_is_checked_and_passed_on(client):
     assert_error(client.get("/search", params={"q": "bread", "min_relevance": 1.5}), 422, "min_relevance")
     body = client.post("/search", json={"q": "bread", "mode": "dense", "min_relevance": 0.5}).json()
     assert body["hits"] and body["relevance_note"].startswith("min_relevance was not applied")
+
+
+def test_a_server_opening_in_the_background_answers_loading_until_ready(served_index, tiny_model_dir, monkeypatch):
+    import threading
+
+    from indexer.index import Index
+
+    gate, real = threading.Event(), Index.load_model
+    monkeypatch.setattr(Index, "load_model", lambda self, device=None: gate.wait(60) and real(self, device))
+    config = ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir),
+                       open_in_background=True)
+    with TestClient(create_app(config)) as loading:
+        try:
+            assert loading.get("/health").json() == {"status": "ok", "index": "loading",
+                                                     "detail": "The index and its models are loading."}
+            response = loading.get("/search", params={"q": "bread"})
+            assert response.status_code == 503 and response.headers["Retry-After"] == "1"
+            assert response.json()["error"] == "loading"
+        finally:
+            gate.set()
+        wait_until_ready(loading)
+        assert loading.get("/search", params={"q": "bread"}).status_code == 200
