@@ -26,7 +26,7 @@ from pathlib import Path
 from indexer.errors import IndexerError
 from search.errors import SearchError
 from search.fusion import FUSIONS
-from search.hits import Hit
+from search.hits import Hit, SearchResult
 from search.params import MODES, SCORE_NAMES, SCREEN_K, SearchParams
 from search.rerank import resolve_reranker
 from search.searcher import Searcher
@@ -86,8 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     except (IndexerError, SearchError, ValueError, TypeError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    for rank, hit in enumerate(result.hits, start=args.offset + 1):
-        if args.json:
+    print_result(result, args.offset, args.json)
+    if args.verbose:
+        timings = result.timings
+        stages += [("encode the query", timings.encode_s), ("retrieve", timings.retrieve_s),
+                   ("rerank", timings.rerank_s)]
+        print("; ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in stages), file=sys.stderr)
+    return 0
+
+
+def print_result(result: SearchResult, offset: int, as_json: bool) -> None:
+    """The hits, ranked from `offset + 1`: one JSON object each, or a line and a snippet each with
+    the mode, time and any relevance note after them on stderr."""
+    for rank, hit in enumerate(result.hits, start=offset + 1):
+        if as_json:
             print(json.dumps({"rank": rank, "doc_id": hit.doc_id, "title": hit.title,
                               "score": hit.score, "retriever_score": hit.retriever_score,
                               "rerank_score": hit.rerank_score, "relevance": hit.relevance,
@@ -96,23 +108,16 @@ def main(argv: list[str] | None = None) -> int:
                               "source": hit.source, "location": hit.location.to_dict(),
                               "merged": list(hit.merged)}))
             continue
-        scores = score_line(hit, result.mode)
         where = f"  ({hit.location.label})" if hit.location else ""
-        print(f"{rank:>2}. {scores}  {hit.title or hit.doc_id}{where}  [{hit.doc_id}]")
+        print(f"{rank:>2}. {score_line(hit, result.mode)}  {hit.title or hit.doc_id}{where}  [{hit.doc_id}]")
         print(textwrap.indent(textwrap.shorten(hit.text, 300), "      "))
         if hit.merged:
             print(f"      (the same passage in {', '.join(hit.merged)}: merged into this hit)")
-    if not args.json:
+    if not as_json:
         reranked = f", reranked the top {result.reranked}" if result.reranked else ""
         print(f"({result.mode}{reranked}; {result.timings.total_s * 1000:.0f} ms)", file=sys.stderr)
         if result.relevance_note:
             print(f"note: {result.relevance_note}", file=sys.stderr)
-    if args.verbose:
-        timings = result.timings
-        stages += [("encode the query", timings.encode_s), ("retrieve", timings.retrieve_s),
-                   ("rerank", timings.rerank_s)]
-        print("; ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in stages), file=sys.stderr)
-    return 0
 
 
 def score_line(hit: Hit, mode: str) -> str:
