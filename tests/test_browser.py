@@ -356,10 +356,16 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             await page.type_into(query_box, "sourdough bread wild yeast")
             await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Nature and craft'; }})()",
                                 "the PDF as the first hit")
+            # The PDF is read only when asked: its button, then its link. Pressed from inside the wait,
+            # so a press that a rerun swallowed is pressed again.
             link = await page.wait_for(
                 """(() => { const a = [...document.querySelectorAll('[data-testid="stMain"] a')]
                        .find(x => x.innerText.includes('Open nature.pdf at p. 2'));
-                   return a ? a.href : null; })()""", "the link to page 2")
+                   if (a) return a.href;
+                   const b = [...document.querySelectorAll('[data-testid="stMain"] button')]
+                       .find(x => x.innerText.includes('Open at p. 2'));
+                   if (b) b.click();
+                   return null; })()""", "the link to page 2")
             assert link.endswith("#page=2"), link
             caption = await page.evaluate(
                 """[...document.querySelectorAll('[data-testid="stCaptionContainer"]')].map(c => c.innerText)""")

@@ -3,9 +3,10 @@
 A whole-file document (a PDF, a Word file, a page, a text file) was read from a file on this
 machine (`Hit.path`); a record of a .jsonl or .csv has no file of its own, so it gets no link.
 The download is deferred: the file is read only when the button is pressed. A PDF hit with a
-page also gets a link that opens the file in the browser's viewer at that page (`#page=N`,
-which Chromium's and Firefox's viewers follow); the file is served by Streamlit's own media
-store for as long as the hit is on the page, so nothing but the shown PDFs is ever served.
+page also gets an "Open at p. N" button; once pressed, the hit shows a link that opens the file
+in the browser's viewer at that page (`#page=N`, which Chromium's and Firefox's viewers follow),
+served by Streamlit's own media store while the hit is on the page. Only a PDF asked for is
+read and held, never every PDF a page of hits shows: rendering the hits stays free of file reads.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from ui.highlight import escape_name
 
 # Streamlit holds a served file in memory while its hit is shown; the upload limit bounds it.
 MAX_SERVED_BYTES = 50 * 1024 * 1024
+# The hits (by key) whose PDF the user asked to open, this session.
+OPENED = "opened_pdfs"
 
 
 def local_file(hit: Hit) -> Path | None:
@@ -67,7 +70,16 @@ def show_document_links(hit: Hit, key: str) -> None:
     columns[0].download_button(f"Download {path.name}", data=_reader(path), file_name=path.name, mime=mime,
                                key=f"download-{key}", icon=":material/download:", on_click="ignore")
     page = hit.location.page_first
-    if page is not None and _is_pdf(path):
-        url = pdf_page_url(path, page, f"pdf-{key}")
-        if url is not None:
-            columns[1].markdown(f"[Open {escape_name(path.name)} at p. {page} ↗]({url})")
+    if page is None or not _is_pdf(path):
+        return
+    opened: set[str] = st.session_state.setdefault(OPENED, set())
+    if key not in opened:
+        columns[1].button(f"Open at p. {page}", key=f"open-{key}", icon=":material/picture_as_pdf:",
+                          on_click=opened.add, args=(key,))
+        return
+    url = pdf_page_url(path, page, f"pdf-{key}")
+    if url is None:
+        columns[1].caption(f"{escape_name(path.name)} is over {MAX_SERVED_BYTES // 2**20} MB to open here; "
+                           "download it instead.")
+    else:
+        columns[1].markdown(f"[Open {escape_name(path.name)} at p. {page} ↗]({url})")

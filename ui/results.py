@@ -24,7 +24,6 @@ from search.params import SCORE_NAMES
 from ui.highlight import escape_name
 
 MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid": "hybrid (both)"}
-SCORE_LABELS = SCORE_NAMES
 # Cosine cut points, chosen to hold on every dev set bench/bench_relevance_labels.py measures
 # (BENCHMARKS.md, "Relevance labels"): strong is the lowest median cosine of relevant passages
 # (SciFact train 0.61, Wikipedia leads 0.51, Wikinews headlines 0.67), so at least half of the
@@ -163,9 +162,9 @@ def details_line(hit: Hit, mode: str, match: Relevance | None) -> str:
     if match is not None and match.calibrated and mode == "dense":
         parts.append(f"cosine {hit.retriever_score if hit.retriever_score is not None else hit.score:.3f}")
     if hit.retriever_score is not None and mode != "dense":
-        parts.append(f"{SCORE_LABELS[mode]} {hit.retriever_score:.3f}")
+        parts.append(f"{SCORE_NAMES[mode]} {hit.retriever_score:.3f}")
     elif hit.retriever_score is None and mode != "dense":
-        parts.append(f"{SCORE_LABELS[mode]} {hit.score:.3f}")
+        parts.append(f"{SCORE_NAMES[mode]} {hit.score:.3f}")
     if hit.rerank_score is not None:
         parts.append(f"rerank {hit.rerank_score:.3f}")
     parts.append(f"characters {hit.start_char}–{hit.end_char} of the document")

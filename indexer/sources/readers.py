@@ -249,7 +249,7 @@ def _file_document(path: Path, label: str, extracted: Extracted, on_issue: Issue
     for warning in extracted.warnings:
         on_issue(InputIssue(label, None, warning, doc_id=label, partial=True))
     title = one_line(extracted.title) or file_title(content_name(path), _folder_of(label))
-    return Document(doc_id=label, title=title, text=extracted.text, source=label, metadata=extracted.metadata,
+    return Document(doc_id=label, title=title, text=extracted.text, source=label,
                     outline=extracted.outline)
 
 

@@ -29,11 +29,6 @@ _ODF = ("application/vnd.oasis.opendocument.", "an OpenDocument file (.odt/.ods/
         "export it as .docx or PDF and index that")
 
 
-def is_binary_format(head: bytes) -> bool:
-    """Whether these first bytes open a PDF or a ZIP container, which `detect` reads by format."""
-    return head.startswith((_PDF_MAGIC, _ZIP_MAGIC))
-
-
 def _zip_kind(path: Path) -> str:
     """DOCX or EPUB by the parts the container holds; anything else is refused, saying what it is."""
     try:
@@ -127,4 +122,4 @@ def extract_manpage(text: str) -> Extracted:
 
 
 __all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "PDF", "Extracted", "UnreadableDocument", "decode_html", "detect",
-           "extract", "extract_html", "extract_manpage", "is_binary_format", "is_html", "is_manpage"]
+           "extract", "extract_html", "extract_manpage", "is_html", "is_manpage"]

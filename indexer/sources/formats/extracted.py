@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
 
 from indexer.sources.outline import Outline
 
@@ -26,7 +25,6 @@ class Extracted:
     outline: Outline = field(default_factory=Outline)
     title: str = ""  # from the document's own metadata or first heading; "" when it has neither
     warnings: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 # Ligatures that PDF fonts map to one code point; search needs the letters.
