@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 DEMO_CORPUS := .cache/demo/python_docs.jsonl
 DEMO_INDEX := indexes/demo
 DEMO_STAMP := $(DEMO_INDEX)/.demo-built
@@ -18,7 +19,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export SEMSEARCH_DATA ?= $(abspath ../shared/data)
 export SEMSEARCH_INDEX ?= $(abspath $(DEMO_INDEX))
 
-.PHONY: run serve test lint install demo-index bench clean
+.PHONY: run serve test lint install install-dev demo-index bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +33,15 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@$(PY) -m pip install -qq --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
+# Tests, benchmarks, the docs site and Ray: only `make test`, `make lint` and `make bench` need them.
+$(DEV_STAMP): requirements-dev.txt $(STAMP)
+	@echo "semsearch: installing requirements-dev.txt into $(VENV) (tests, benchmarks, docs, Ray)"
+	@$(PY) -m pip install -qq --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+	@touch $(DEV_STAMP)
+
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 $(DEMO_CORPUS): data/demo_corpus.py | $(STAMP)
 	@echo "semsearch: writing the demo corpus (Python's own documentation)"
@@ -67,15 +76,15 @@ run: $(STAMP) $(DEMO_CORPUS)
 serve: $(STAMP) demo-index
 	$(PY) -m search.api --index $(DEMO_INDEX) --host $(HOST) --port $(API_PORT)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(PY) bench/bench_indexing.py
 	$(PY) bench/bench_scifact.py
 

@@ -54,13 +54,19 @@ from bench.record import markdown_table, record
 from data.dev_sets import DEV_SETS, DevSet, build_dev_sets, load_dev_sets
 from data.paths import PROJECT_ROOT, shared_data_dir
 from search.config import SearchConfig
-from search.fusion import FUSIONS
+from search.fusion import FUSIONS, LOWEST_POSSIBLE
 from search.metrics import judged_queries
+from search.relevance import Curve
 
 K = 10
 CANDIDATES = 50  # documents the reranker rescores, as the app's default (SearchConfig.rerank_candidates)
 WEIGHT_GRID = tuple(round(0.1 * i, 2) for i in range(1, 10))  # the default method's weights fitted
 MAX_KNOTS = 40
+# The exponents tried for a single retriever's curve (`search.relevance.Curve`): 0 reads the raw score,
+# 1 its share of the list's top score (from the lowest score the retriever can give), 0.5 between.
+# Few on purpose: the one with the lowest leave-one-set-out error is kept, and a finer grid would
+# tune that honest figure to these three sets.
+RELATIVE_GRID = (0.0, 0.5, 1.0)
 BINS = 10
 RERANK_QUERIES = 0  # per set, for the reranked rows (0: every judged query; about 0.35 s a query here)
 RERANK_SEED = 0
@@ -264,6 +270,33 @@ def set_weights(sets: Sequence[str]) -> np.ndarray:
     return np.array([per[s] for s in sets], dtype=np.float64)
 
 
+def with_features(h: dict[str, np.ndarray], relative: float, lowest: float) -> dict[str, np.ndarray]:
+    """One set's arrays with each score replaced by the curve's feature (`Curve.features`, the one
+    formula the searcher applies), computed within each query's list."""
+    if not relative:
+        return h
+    reader = Curve((0.0,), (0.0,), relative, lowest)
+    features = np.empty(len(h["score"]), dtype=np.float64)
+    for qid in set(h["qid"].tolist()):
+        rows = np.flatnonzero(h["qid"] == qid)
+        features[rows] = reader.features(h["score"][rows])
+    return {**h, "score": features}
+
+
+def choose_relative(hits: dict[str, dict[str, np.ndarray]], names: list[str], mode: str) -> tuple[
+        float, float, dict[float, float]]:
+    """(exponent, lowest, mean leave-one-set-out ECE per exponent tried) for a single retriever's
+    curve: the exponent of RELATIVE_GRID whose curve held best on the set it was not fitted on; the
+    raw score (0) for fused and reranked scores, which have no lowest possible value."""
+    if mode not in LOWEST_POSSIBLE:
+        return 0.0, 0.0, {}
+    lowest = LOWEST_POSSIBLE[mode]
+    tried = {r: measure({n: with_features(hits[n], r, lowest) for n in names}, names)[0]["mean"].ece_loso
+             for r in RELATIVE_GRID}
+    best = min(RELATIVE_GRID, key=lambda r: (round(tried[r], 4), r))
+    return best, lowest, tried
+
+
 def fit_pooled(hits: dict[str, dict[str, np.ndarray]], names: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     """Exported knots of the isotonic fit pooled over `names` (each a set's arrays), equal weight per set."""
     names = [n for n in names if len(hits[n]["score"])]
@@ -274,7 +307,8 @@ def fit_pooled(hits: dict[str, dict[str, np.ndarray]], names: Iterable[str]) -> 
 
 
 def curve_json(knots: tuple[np.ndarray, np.ndarray], hits: int, relevant: int,
-               ece_left_out: float | None = None, ece_labels_left_out: float | None = None) -> dict[str, object]:
+               ece_left_out: float | None = None, ece_labels_left_out: float | None = None,
+               relative: float = 0.0, lowest: float = 0.0) -> dict[str, object]:
     """One curve for search/calibration.json, with its calibration error on each dev set when fitted
     on the others (mean of the sets) and the old cosine labels' the same way: `search.relevance`
     ships only the curves that hold across sets better than the labels did."""
@@ -282,6 +316,8 @@ def curve_json(knots: tuple[np.ndarray, np.ndarray], hits: int, relevant: int,
     out: dict[str, object] = {"scores": [float(f"{s:.7g}") for s in scores],
                               "probabilities": [round(float(p), 6) for p in probabilities],
                               "hits": int(hits), "relevant": int(relevant)}
+    if relative:
+        out.update(relative=float(relative), lowest=float(lowest))
     if ece_left_out is not None and ece_labels_left_out is not None:
         out["ece_left_out"] = round(float(ece_left_out), 4)
         out["ece_labels_left_out"] = round(float(ece_labels_left_out), 4)
@@ -475,15 +511,21 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
     curves: dict[str, dict] = {}
     rows = []
     knot_notes = []
+    feature_notes: list[str] = []
     reliabilities = []
     default = default_key()
     for setting in settings:
         key = setting.key
-        hits = {n: data[n][key] for n in names}
+        relative, lowest, tried = choose_relative({n: data[n][key] for n in names}, names,
+                                                  setting.mode if not setting.rerank else "rerank")
+        hits = {n: with_features(data[n][key], relative, lowest) for n in names}
+        if tried:
+            feature_notes.append(f"`{key}`: " + ", ".join(
+                f"{r:g} → {e:.3f}" + (" (kept)" if r == relative else "") for r, e in tried.items()))
         measured, shipped, loso, precision = measure(hits, names)
         curves[key] = curve_json(shipped, sum(len(hits[n]["score"]) for n in names),
                                  sum(int(hits[n]["relevant"].sum()) for n in names),
-                                 measured["mean"].ece_loso, measured["mean"].ece_buckets_loso)
+                                 measured["mean"].ece_loso, measured["mean"].ece_buckets_loso, relative, lowest)
         full = fit_isotonic(np.concatenate([hits[n]["score"] for n in names]),
                             np.concatenate([hits[n]["relevant"] for n in names]),
                             set_weights(np.concatenate([np.full(len(hits[n]["score"]), n) for n in names])))
@@ -539,6 +581,11 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
         f"Default: `{default}` (`SearchConfig()`: {config.fusion} at {config.fusion_for().weight:g}).\n\n"
         f"{table}\n\n### Reliability of the default hybrid, per dev set\n\n"
         + "\n\n".join(reliabilities)
+        + ("\n\nDense and BM25 curves read the score relative to the list's top "
+           "(`search.relevance.Curve`: (score - lowest) / (top - lowest) ** r, lowest -1 for cosines and 0 for "
+           "BM25); r was tried at " + ", ".join(f"{r:g}" for r in RELATIVE_GRID) + " and the one with the lowest "
+           "mean leave-one-set-out ECE kept (in the table above): " + "; ".join(feature_notes) + "."
+           if feature_notes else "")
         + "\n\nKnots shipped per curve, of the isotonic fit's own, and the largest miss between them: "
         + "; ".join(knot_notes) + "."
         + (f"\n\nSearching took {searched_s:.0f} s." if searched_s is not None else "")

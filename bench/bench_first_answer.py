@@ -9,6 +9,12 @@ soon as the server answers, types a query and waits for the first hit.
 
 With `--restart`, the app is stopped once the demo index is complete and started
 again, and the same is measured: the restarted app's first answer.
+
+With `--install`, two more copies come first, each with no `.venv` and pip's cache off (as on
+a machine that never installed the project): in one, `make run` installs what it needs
+(requirements.txt) and serves; in the other, the peer, `make install-dev` first installs
+requirements.txt and requirements-dev.txt (everything `make run` installed before the two were
+split), then `make run` serves.
 """
 
 from __future__ import annotations
@@ -61,8 +67,9 @@ def spread(values: list[float]) -> str:
 TIMEOUT_S = 900
 
 
-def fresh_copy(target: Path) -> None:
-    """The files a clone of this working tree would hold, and a link to this checkout's .venv."""
+def fresh_copy(target: Path, link_venv: bool = True) -> None:
+    """The files a clone of this working tree would hold, and (`link_venv`) a link to this
+    checkout's .venv."""
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
                             cwd=PROJECT_ROOT, check=True, capture_output=True).stdout.decode()
     for name in filter(None, listed.split("\0")):
@@ -70,7 +77,8 @@ def fresh_copy(target: Path) -> None:
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
-    (target / ".venv").symlink_to(PROJECT_ROOT / ".venv")
+    if link_venv:
+        (target / ".venv").symlink_to(PROJECT_ROOT / ".venv")
 
 
 async def first_answer(url: str, profile: Path, started: float) -> tuple[float, float, str]:
@@ -88,11 +96,20 @@ async def first_answer(url: str, profile: Path, started: float) -> tuple[float, 
             return box_at, time.monotonic() - started, titles[0]
 
 
-def serve(folder: Path, port: int) -> tuple[subprocess.Popen, float]:
-    env = {**os.environ, "PORT": str(port)}
+def no_cache_env(**extra: str) -> dict[str, str]:
+    """This environment with pip's cache off, as on a machine that never installed anything."""
+    env = {**os.environ, "PIP_NO_CACHE_DIR": "1", **extra}
+    env.pop("SEMSEARCH_INDEX", None)
+    return env
+
+
+def serve(folder: Path, port: int, install: bool = False) -> tuple[subprocess.Popen, float]:
+    """`make run` in `folder`; with `install`, installing what it lacks (pip's cache off)."""
+    env = no_cache_env(PORT=str(port)) if install else {**os.environ, "PORT": str(port)}
     env.pop("SEMSEARCH_INDEX", None)
     started = time.monotonic()
-    process = subprocess.Popen(["make", "-o", ".venv/.installed", "run"], cwd=folder, env=env,
+    process = subprocess.Popen(["make", "run"] if install else ["make", "-o", ".venv/.installed", "run"],
+                               cwd=folder, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     return process, started
@@ -103,9 +120,9 @@ def stop(process: subprocess.Popen) -> None:
     process.wait(timeout=60)
 
 
-def measure(folder: Path, profile: Path) -> dict[str, float | str]:
+def measure(folder: Path, profile: Path, install: bool = False) -> dict[str, float | str]:
     port = free_port()
-    process, started = serve(folder, port)
+    process, started = serve(folder, port, install)
     try:
         wait_for_url(f"http://127.0.0.1:{port}/_stcore/health", TIMEOUT_S, process)
         healthy = time.monotonic() - started
@@ -115,20 +132,53 @@ def measure(folder: Path, profile: Path) -> dict[str, float | str]:
     return {"healthy_s": healthy, "query_box_s": box, "first_answer_s": answered, "first_hit": title}
 
 
+def install_rows(tmp: Path) -> list[list[object]]:
+    """The --install rows: a fresh clone whose `make run` installs requirements.txt, and the peer
+    that first installs requirements.txt and requirements-dev.txt, each with pip's cache off."""
+    rows: list[list[object]] = []
+    own = tmp / "clone-install"
+    own.mkdir()
+    fresh_copy(own, link_venv=False)
+    load = os.getloadavg()[0]
+    got = measure(own, tmp / "profile-install", install=True)
+    rows.append(["true fresh clone: `make run` installs requirements.txt (pip cache off)", f"{load:.1f}",
+                 "in the next columns", f"{got['healthy_s']:.1f}", f"{got['query_box_s']:.1f}",
+                 f"{got['first_answer_s']:.1f}", got["first_hit"]])
+    print(rows[-1], flush=True)
+    peer = tmp / "clone-install-dev"
+    peer.mkdir()
+    fresh_copy(peer, link_venv=False)
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    subprocess.run(["make", "install-dev"], cwd=peer, env=no_cache_env(), check=True, stdout=subprocess.DEVNULL)
+    installed = time.monotonic() - started
+    got = measure(peer, tmp / "profile-install-dev")
+    rows.append(["peer: the same with requirements-dev.txt too (`make install-dev`, then `make run`; what "
+                 "`make run` installed before the split)", f"{load:.1f}", f"{installed:.1f}",
+                 *(f"{installed + float(got[name]):.1f}" for name in ("healthy_s", "query_box_s", "first_answer_s")),
+                 got["first_hit"]])
+    print(rows[-1], flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--restart", action="store_true",
                         help="also finish the demo index, restart, and time the restarted app")
+    parser.add_argument("--install", action="store_true",
+                        help="first time two copies without .venv, installing with pip's cache off")
     parser.add_argument("--record", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args(argv)
-    rows = []
+    rows: list[list[object]] = []
     with tempfile.TemporaryDirectory(prefix="semsearch-fresh-") as tmp:
+        if args.install:
+            rows += install_rows(Path(tmp))
         folder = Path(tmp) / "clone"
         folder.mkdir()
         fresh_copy(folder)
         load = os.getloadavg()[0]
         fresh = measure(folder, Path(tmp) / "profile1")
-        rows.append(["fresh clone, after make install", f"{load:.1f}", f"{fresh['healthy_s']:.1f}",
+        rows.append(["fresh clone, after make install", f"{load:.1f}", "—", f"{fresh['healthy_s']:.1f}",
                      f"{fresh['query_box_s']:.1f}", f"{fresh['first_answer_s']:.1f}", fresh["first_hit"]])
         print(rows[-1], flush=True)
         if args.restart:
@@ -145,23 +195,27 @@ def main(argv: list[str] | None = None) -> int:
                 runs["peer"].append(measure(peer, Path(tmp) / f"profile-p{i}"))
             for label, key in (("restart, demo index complete", "restart"),
                                ("peer: an empty Streamlit page (one text box), same browser driver", "peer")):
-                rows.append([f"{label} (median of {RESTARTS})", f"{statistics.median(loads):.1f}",
+                rows.append([f"{label} (median of {RESTARTS})", f"{statistics.median(loads):.1f}", "—",
                              *(spread([r[name] for r in runs[key]])
                                for name in ("healthy_s", "query_box_s", "first_answer_s")),
                              runs[key][0]["first_hit"]])
                 print(rows[-1], flush=True)
     body = markdown_table(
-        ["run", "load avg (1 min) at start", "server healthy (s)", "query box shown (s)",
+        ["run", "load avg (1 min) at start", "install (s)", "server healthy (s)", "query box shown (s)",
          f"first search answered (s), query {QUERY!r}", "first hit"], rows)
-    body += ("\n\nSeconds from `make run` (after `make install`) in a copy of the working tree. The app "
+    body += ("\n\nSeconds from `make run` in a copy of the working tree: after `make install` (its .venv "
+             "linked), or, in the install rows, in a copy with no .venv and pip's cache off, as on a machine "
+             "that never installed the project (the peer's columns add its `make install-dev` time). The app "
              "serves at once and indexes the demo corpus in the background, committing 16, 32, 64, ... "
              "passages at a time, so the first search answers from the first committed chunk. The "
              "restart rows give the median and, in brackets, the range of their runs; the peer is the "
              "floor this machine and browser driver set for any Streamlit page.")
     print(body)
-    if args.record:
-        record("bench_first_answer", "First answer after make run", body,
-               command="python bench/bench_first_answer.py --restart --record")
+    if args.record:  # the install rows have their own section, so each can be measured again alone
+        flags = " ".join(f for f, on in (("--install", args.install), ("--restart", args.restart)) if on)
+        record("bench_first_answer", "First answer on a machine that never installed the project"
+               if args.install else "First answer after make run", body,
+               command=f"python bench/bench_first_answer.py {flags} --record".replace("  ", " "))
     return 0
 
 

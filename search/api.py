@@ -26,6 +26,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -34,9 +35,11 @@ from typing import Annotated, Any, Literal, cast
 
 import anyio
 import anyio.to_thread
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 
 from indexer import settings
@@ -49,6 +52,8 @@ from search.api_errors import (
     install_error_handlers,
     redact,
 )
+from search.api_keys import ApiKeys, is_loopback, keys_file
+from search.api_metrics import MULTIPROC_ENV, ApiMetrics, RequestMetrics
 from search.api_models import (
     HAS_WORDS,
     MAX_BODY_BYTES,
@@ -88,6 +93,8 @@ logger = logging.getLogger(__name__)
 
 # The environment variable that carries the ApiConfig to each worker process of `--workers N`.
 CONFIG_ENV = "SEMSEARCH_API_CONFIG"
+# The "Authorization: Bearer KEY" reader of `guard`; module-level, as string annotations name it.
+BEARER = HTTPBearer(auto_error=False, description="a key from the service's --api-keys file")
 # How long uvicorn's supervisor waits for a worker of `--workers N` to answer its ping.
 WORKER_HEALTHCHECK_S = 120
 
@@ -102,7 +109,8 @@ class ApiConfig:
     web origins whose pages may call the API from a browser (CORS); none by default.
     `open_in_background`: the server listens at once and loads the reranker, the index and its
     model in a background thread, answering 503 with Retry-After ("loading") meanwhile, instead of
-    refusing connections until they have loaded (`python -m search.api` does; `--load-first` not)."""
+    refusing connections until they have loaded (`python -m search.api` does; `--load-first` not).
+    `api_keys`: the keys file (`search.api_keys`); None lets every request in."""
 
     index_dir: Path
     db_url: str | None = None
@@ -113,9 +121,12 @@ class ApiConfig:
     search_threads: int = 1
     cors_origins: tuple[str, ...] = ()
     open_in_background: bool = False
+    api_keys: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index_dir", Path(self.index_dir))
+        if self.api_keys is not None:
+            object.__setattr__(self, "api_keys", str(self.api_keys))
         object.__setattr__(self, "cors_origins", tuple(self.cors_origins))
         for origin in self.cors_origins:
             if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
@@ -165,6 +176,8 @@ class Service:
         self._watcher: threading.Thread | None = None
         self._opening = False  # the background open of `open_in_background` is running
         self.limiter: anyio.CapacityLimiter | None = None  # made in the event loop, at startup
+        # Called with every search's result (the metrics observe its stage timings).
+        self.searched: Callable[[SearchResult], None] = lambda result: None
 
     @classmethod
     def start(cls, config: ApiConfig) -> Service:
@@ -399,11 +412,14 @@ def public_result(service: Service, result: SearchResult) -> SearchResult:
 
 async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
     result = await answer(service, lambda searcher, params: searcher.search_detailed(request.q, params), request)
+    service.searched(result)
     return search_response(request.q, request, public_result(service, result))
 
 
 async def search_batch_with(service: Service, request: SearchBatchRequest) -> SearchBatchResponse:
     results = await answer(service, lambda searcher, params: searcher.search_batch(request.queries, params), request)
+    for result in results:
+        service.searched(result)
     return SearchBatchResponse(results=[search_response(query, request, public_result(service, result))
                                         for query, result in zip(request.queries, results, strict=True)])
 
@@ -473,6 +489,40 @@ async def similarity_with(service: Service, request: SimilarityRequest) -> Simil
                               unreadable=unreadable)
 
 
+def figures_of(service: Service) -> tuple[str, str, bool, Any]:
+    """What /metrics reads when scraped: (collection name, index state as /health says it, whether
+    the model has loaded, the newest build's figures or None)."""
+    state = health_of(service).index
+    searcher = service._searcher if service.ready else None
+    stats = None
+    if searcher is not None:
+        with contextlib.suppress(IndexerError):
+            stats = searcher.stats()
+    return service.config.index_dir.name, state, bool(searcher is not None and searcher.model_loaded), stats
+
+
+def guard(keys: ApiKeys | None, need: str) -> list[Any]:
+    """The route dependencies that let in only a request whose bearer key has scope `need`
+    ("read" or "write"); none when the service has no keys."""
+    if keys is None:
+        return []
+
+    def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> None:
+        if credentials is None:
+            raise ApiError(401, "unauthorized", "This service needs an API key: send the header "
+                           "'Authorization: Bearer KEY' with a key from its --api-keys file.",
+                           {"WWW-Authenticate": "Bearer"})
+        scope = keys.scope_of(credentials.credentials)
+        if scope is None:
+            raise ApiError(401, "unauthorized", "The API key is not one this service accepts; check it "
+                           "(it is compared whole) or ask for one from its --api-keys file.",
+                           {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        if not ApiKeys.allows(scope, need):
+            raise ApiError(403, "forbidden", f"This key may {scope} only, and this request needs a {need} key.")
+
+    return [Depends(check)]
+
+
 # --- the app ----------------------------------------------------------------------------------
 
 
@@ -494,7 +544,7 @@ def _lifespan(service: Service, config: ApiConfig) -> Callable[[FastAPI], contex
     return lifespan
 
 
-def _new_app(service: Service, config: ApiConfig) -> FastAPI:
+def _new_app(service: Service, config: ApiConfig, keys: ApiKeys | None, metrics: ApiMetrics) -> FastAPI:
     # /docs and /redoc from assets in a package, not a CDN: no machine here reaches one, and a
     # service behind a firewall is the same. fastapi-offline was chosen over swagger-ui-bundle,
     # whose Swagger UI 4.15 cannot render the OpenAPI 3.1 schema FastAPI writes (5.x can).
@@ -517,6 +567,8 @@ def _new_app(service: Service, config: ApiConfig) -> FastAPI:
             422: {"model": ErrorResponse}, 431: {"model": ErrorResponse}, 503: {"model": ErrorResponse},
         },
     )
+    if keys is not None:  # declared only where they can happen: a service without keys never answers them
+        app.router.responses.update({401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
     app.state.service = service
     generate = app.openapi
 
@@ -530,7 +582,8 @@ def _new_app(service: Service, config: ApiConfig) -> FastAPI:
     if config.cors_origins:  # off by default: a browser page elsewhere may not read the answers
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
                            allow_headers=["Content-Type"], max_age=600)
-    app.add_middleware(RequestHeadLimit)  # outermost: refuses before anything reads the request
+    app.add_middleware(RequestHeadLimit)  # refuses before anything reads the request
+    app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: counts every answer, refusals too
     install_error_handlers(app)
     return app
 
@@ -539,19 +592,23 @@ def create_app(config: ApiConfig) -> FastAPI:
     """The FastAPI app over `config.index_dir`; the reranker is loaded here, the index at startup.
     Each route only hands its request to the function above that answers it."""
     service = Service.start(config)
-    app = _new_app(service, config)
+    keys = ApiKeys.load(config.api_keys) if config.api_keys else None
+    metrics = ApiMetrics(lambda: figures_of(service))
+    service.searched = metrics.observe_search
+    app = _new_app(service, config, keys, metrics)
+    reader = guard(keys, "read")
 
     @app.get("/health", response_model=HealthResponse)
     async def health() -> HealthResponse:
         """Always 200 while the process runs; `index` says whether searches can be answered."""
         return health_of(service)
 
-    @app.get("/stats", response_model=StatsResponse)
+    @app.get("/stats", response_model=StatsResponse, dependencies=reader)
     def stats() -> StatsResponse:
         """The figures of the newest committed build (one small SQL read checks for a newer one)."""
         return stats_of(service)
 
-    @app.get("/search", response_model=SearchResponse)
+    @app.get("/search", response_model=SearchResponse, dependencies=reader)
     async def search_get(
         http: Request,
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, pattern=HAS_WORDS,
@@ -571,21 +628,30 @@ def create_app(config: ApiConfig) -> FastAPI:
             q=q, k=k, offset=offset, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
             fusion_weight=fusion_weight, min_relevance=min_relevance))
 
-    @app.post("/search", response_model=SearchResponse)
+    @app.post("/search", response_model=SearchResponse, dependencies=reader)
     async def search_post(request: SearchRequest) -> SearchResponse:
         """The k best documents for `q`, each with its best passage, the mode that ran and timings."""
         return await search_with(service, request)
 
-    @app.post("/search/batch", response_model=SearchBatchResponse)
+    @app.post("/search/batch", response_model=SearchBatchResponse, dependencies=reader)
     async def search_batch(request: SearchBatchRequest) -> SearchBatchResponse:
         """Up to MAX_BATCH_QUERIES queries with the same fields, encoded in one batch: one answer
         each, as POST /search gives it."""
         return await search_batch_with(service, request)
 
-    @app.post("/similarity", response_model=SimilarityResponse)
+    @app.post("/similarity", response_model=SimilarityResponse, dependencies=reader)
     async def similarity(request: Annotated[SimilarityRequest, Body()]) -> SimilarityResponse:
         """Cosine similarity of two sentences, or the len(a) x len(b) matrix of two lists."""
         return await similarity_with(service, request)
+
+    @app.get("/metrics", dependencies=reader, response_class=Response,
+             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                              "description": "Prometheus text format (docs/api.md lists the metrics)"}})
+    def prometheus_metrics() -> Response:
+        """The service's metrics for Prometheus: requests and their latency by route and status,
+        search stage timings, and per collection its documents, passages, build and model state."""
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
 
     return app
 
@@ -622,6 +688,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-first", action="store_true",
                         help="load the index and the models before listening (connections are refused "
                         "meanwhile); by default the server listens at once and answers 503 'loading' until ready")
+    parser.add_argument("--api-keys", default=None, metavar="FILE",
+                        help="keys clients must send as 'Authorization: Bearer KEY', one a line: 'read KEY' "
+                        "or 'write KEY' (default: the file named by SEMSEARCH_API_KEYS; none lets every "
+                        "request in, which only a loopback --host allows)")
+    parser.add_argument("--insecure-no-auth", action="store_true",
+                        help="serve a non-loopback --host without API keys (anyone who reaches it may search)")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
@@ -631,11 +703,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.workers < 1:
             raise ValueError(f"--workers ({args.workers}) must be at least 1.")
+        keys = keys_file(args.api_keys)
+        if keys is None and not is_loopback(args.host) and not args.insecure_no_auth:
+            raise ValueError(f"--host {args.host} lets other machines in, and no API keys are set: give "
+                             "--api-keys FILE (lines 'read KEY' / 'write KEY'), or --insecure-no-auth to "
+                             "serve without keys, or --host 127.0.0.1.")
         config = ApiConfig(
             index_dir=args.index, db_url=args.db, rerank_model=args.rerank_model, rerank=args.rerank,
             poll_seconds=args.poll_seconds, search_threads=args.search_threads,
             cors_origins=tuple(args.cors_origin), open_in_background=not args.load_first,
+            api_keys=None if keys is None else str(keys.resolve()),
         )
+        if keys is not None:
+            ApiKeys.load(keys)  # refuse a bad keys file here, once, before any worker starts
         if args.workers == 1:
             app: FastAPI | str = create_app(config)
         else:
@@ -647,9 +727,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # A worker loading torch and the models on busy cores answers uvicorn's pings late; the default
     # 5 s had every worker killed and restarted, forever.
-    uvicorn.run(app, host=args.host, port=args.port, workers=args.workers, factory=isinstance(app, str),
-                log_level=args.log_level.lower(), timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
-                h11_max_incomplete_event_size=MAX_HTTP_HEAD_BYTES)
+    with tempfile.TemporaryDirectory(prefix="semsearch-metrics-") as shared:
+        if args.workers > 1:  # the workers' counters, summed by every scrape (search.api_metrics)
+            os.environ[MULTIPROC_ENV] = shared
+        uvicorn.run(app, host=args.host, port=args.port, workers=args.workers, factory=isinstance(app, str),
+                    log_level=args.log_level.lower(), timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+                    h11_max_incomplete_event_size=MAX_HTTP_HEAD_BYTES)
     return 0
 
 

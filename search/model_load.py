@@ -51,6 +51,11 @@ class ModelLoad:
         """True while a background load runs: a search needing the model would wait for it."""
         return self._background and not self._done.is_set()
 
+    @property
+    def loaded(self) -> bool:
+        """True once the model has loaded (and not failed)."""
+        return self._done.is_set() and self._error is None
+
     def get(self, timeout: float | None = None) -> object:
         """The model, loaded in this thread if no other has started; waits at most `timeout`
         seconds for a load in progress, then raises TimeoutError."""

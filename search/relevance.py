@@ -41,10 +41,20 @@ HOLDS = 0.5
 
 @dataclass(frozen=True)
 class Curve:
-    """A non-decreasing piecewise-linear P(relevant | score) through its knots."""
+    """A non-decreasing piecewise-linear P(relevant | feature) through its knots.
+
+    The feature is the hit's score itself (`relative` 0), or the score measured from the lowest
+    score the ranking can give (`lowest`) and divided by the ranking's top score measured the same
+    way, raised to `relative` (1: the share of the top score, as theoretical min-max fusion scales
+    each list): `(score - lowest) / (top - lowest) ** relative`. Within one result list the feature
+    rises with the score, so relevance never ranks a lower hit above a higher one; `relative` is
+    chosen per ranking on the dev sets (`bench/bench_calibration.py`), where a raw BM25 score or
+    cosine meant different things in collections of other sizes and kinds."""
 
     scores: tuple[float, ...]
     probabilities: tuple[float, ...]
+    relative: float = 0.0
+    lowest: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.scores) != len(self.probabilities) or not self.scores:
@@ -52,9 +62,23 @@ class Curve:
         if any(b < a for a, b in zip(self.scores, self.scores[1:], strict=False)) or any(
                 b < a for a, b in zip(self.probabilities, self.probabilities[1:], strict=False)):
             raise ValueError("a calibration curve's scores and probabilities must not decrease")
+        if not 0.0 <= self.relative <= 1.0:
+            raise ValueError(f"a calibration curve's relative exponent must be in [0, 1], not {self.relative}")
 
-    def __call__(self, scores: Sequence[float]) -> list[float]:
-        values = np.interp(np.asarray(scores, dtype=np.float64), self.scores, self.probabilities)
+    def features(self, ranking: Sequence[float]) -> np.ndarray:
+        """The feature of each score of one ranking, given from its first hit (its top score)."""
+        scores = np.asarray(ranking, dtype=np.float64)
+        if not self.relative or not len(scores):
+            return scores
+        span = float(scores.max()) - self.lowest
+        if span <= 0:  # nothing above the lowest possible score: no evidence of relevance
+            return np.zeros_like(scores)
+        return (scores - self.lowest) / span ** self.relative
+
+    def __call__(self, ranking: Sequence[float]) -> list[float]:
+        """P(relevant) of each hit of one ranking, from its scores in rank order (the first hit
+        included, since a relative curve reads the top score)."""
+        values = np.interp(self.features(ranking), self.scores, self.probabilities)
         return [float(v) for v in np.clip(values, 0.0, 1.0)]
 
 
@@ -99,7 +123,8 @@ class Calibration:
         for key, c in data["curves"].items():
             reason = _held(c)
             if reason is None:
-                curves[key] = Curve(tuple(map(float, c["scores"])), tuple(map(float, c["probabilities"])))
+                curves[key] = Curve(tuple(map(float, c["scores"])), tuple(map(float, c["probabilities"])),
+                                    float(c.get("relative", 0.0)), float(c.get("lowest", 0.0)))
             else:
                 dropped[key] = reason
         return cls(curves, str(data.get("model", "")), dropped)

@@ -196,6 +196,11 @@ class Searcher:
         """True while the model loads in the background, and searches that need it run BM25."""
         return self._model.loading
 
+    @property
+    def model_loaded(self) -> bool:
+        """True once the bi-encoder has loaded (a lazy one loads with the first search needing it)."""
+        return self._model.loaded
+
     def wait_for_model(self, timeout: float | None = None) -> None:
         """Block until the model has loaded (TimeoutError after `timeout` s); raises its error
         if it cannot load."""

@@ -3,6 +3,10 @@
 Data-parallel on N processes: `torchrun --nproc_per_node N -m training pretrain ...`
 (any subcommand but tokenizer); see training/distributed.py.
 
+Every subcommand that writes a folder refuses a non-empty --out unless --overwrite, and
+takes --resume after Ctrl-C (training/output_folder.py, training/interrupt.py); every input
+file is read by the rules of training/input_files.py (--strict) and training/pair_rows.py.
+
 Each subcommand parses its flags into the stage's config dataclass and calls one
 function; `main` returns that function's result so tests can inspect it, and `cli`
 (the `semsearch-train` console script) returns an exit status.
@@ -28,6 +32,7 @@ from training.config import (
     TokenizerConfig,
     config_from_file,
 )
+from training.interrupt import EXIT_INTERRUPTED, TrainingInterrupted
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,6 +43,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+OVERWRITE_HELP = ("replace a non-empty --out once the new model is complete (the old folder is kept as OUT.replaced); "
+                  "without it a non-empty --out is refused")
+RESUME_HELP = "continue the run interrupted (Ctrl-C) or stopped in --out"
+STRICT_HELP = "fail on the first unreadable row (bad UTF-8, a malformed record) instead of skipping it with a warning"
+
+
+def _output_flags(parser: argparse.ArgumentParser, resume: bool = True) -> None:
+    """--overwrite (and --resume): how every command treats its --out (training/output_folder.py)."""
+    parser.add_argument("--overwrite", action="store_true", default=None, help=OVERWRITE_HELP)
+    if resume:
+        parser.add_argument("--resume", action="store_true", default=None, help=RESUME_HELP)
+
+
+def _input_flags(parser: argparse.ArgumentParser, scores: bool = True) -> None:
+    """--strict (and --score-range): how every command reads its input files (training/input_rows.py)."""
+    parser.add_argument("--strict", action="store_true", default=None, help=STRICT_HELP)
+    if scores:
+        parser.add_argument("--score-range", type=float, nargs=2, metavar=("LOW", "HIGH"),
+                            help="the scale of a pair file's scores, e.g. 0 5 (mapped to 0-1); default: 0 1, or "
+                                 "the known scale of STSb (0 5) and SICK (1 5)")
+
+
 def _tokenizer_flags(commands) -> None:
     tokenizer = commands.add_parser("tokenizer", help="train a WordPiece vocabulary")
     tokenizer.add_argument("--corpus", type=Path, required=True)
@@ -46,6 +73,8 @@ def _tokenizer_flags(commands) -> None:
     tokenizer.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")
     tokenizer.add_argument("--min-frequency", type=int, default=2)
     tokenizer.add_argument("--max-documents", type=int)
+    _output_flags(tokenizer, resume=False)
+    _input_flags(tokenizer, scores=False)
 
 
 def _pretrain_flags(commands) -> None:
@@ -72,7 +101,8 @@ def _pretrain_flags(commands) -> None:
     pretrain.add_argument("--precision", choices=["auto", "fp32", "bf16"])
     pretrain.add_argument("--attention", choices=["sdpa", "eager"])
     pretrain.add_argument("--device")
-    pretrain.add_argument("--resume", action="store_true", default=None)
+    _output_flags(pretrain)
+    _input_flags(pretrain, scores=False)
     pretrain.add_argument(
         "--max-minutes", type=float,
         help="stop after this much wall time, saving a checkpoint and the model folder (--resume continues)",
@@ -97,6 +127,8 @@ def _siamese_flags(commands) -> None:
                          help="skip STSb dev evaluation and keep the last step")
     siamese.add_argument("--max-train-examples", type=int)
     siamese.add_argument("--seed", type=int, default=0)
+    _output_flags(siamese)
+    _input_flags(siamese)
 
 
 def _cross_encoder_flags(commands) -> None:
@@ -128,6 +160,8 @@ def _cross_encoder_flags(commands) -> None:
     cross.add_argument("--negatives-depth", type=int,
                        help="sample the negatives among this many top non-positive hits (default: take the top ones)")
     cross.add_argument("--seed", type=int, default=0)
+    _output_flags(cross)
+    _input_flags(cross)
 
 
 def _adapt_flags(commands) -> None:
@@ -137,7 +171,9 @@ def _adapt_flags(commands) -> None:
     adapt.add_argument("--base", default="default", help="BERT or SentenceTransformer folder (default: all-MiniLM-L6-v2)")
     adapt.add_argument("--mlm-steps", type=int, default=1000, help="0 skips continued pretraining")
     adapt.add_argument("--mlm-batch-size", type=int, default=32)
-    adapt.add_argument("--mlm-eval-documents", type=int, default=200, help="documents held out to log MLM accuracy")
+    adapt.add_argument("--mlm-eval-documents", type=int,
+                       help="documents held out to log MLM accuracy (default: a tenth of the corpus, at most 200); "
+                            "the corpus needs at least this many plus 1")
     adapt.add_argument("--siamese-steps", type=int, default=1000)
     adapt.add_argument("--siamese-batch-size", type=int, default=32)
     adapt.add_argument("--max-seq-length", type=int, default=256, help="tokens the adapted bi-encoder reads")
@@ -146,6 +182,8 @@ def _adapt_flags(commands) -> None:
     adapt.add_argument("--pairs-steps", type=int, default=-1)
     adapt.add_argument("--max-documents", type=int)
     adapt.add_argument("--seed", type=int, default=0)
+    _output_flags(adapt)
+    _input_flags(adapt, scores=False)
 
 
 def _flags(args: argparse.Namespace, *skip: str) -> dict[str, Any]:
@@ -198,11 +236,19 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """The console entry point (`semsearch-train`): an exit status, where `main` returns the stage's result."""
+    """The console entry point (`semsearch-train`): an exit status, where `main` returns the stage's result.
+
+    Ctrl-C exits 130 with one line: how to resume when training had begun (a checkpoint was saved)."""
     try:
         main(argv)
     except ValueError as err:  # bad input: show the message, not a traceback
         raise SystemExit(f"error: {err}") from err
+    except TrainingInterrupted as err:
+        print(f"training {err}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("interrupted before training began; nothing was saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         from training.distributed import shutdown
 

@@ -56,6 +56,16 @@ def _check_positive(name: str, value: float, hint: str = "") -> None:
         raise ValueError(f"{name} (--{name.replace('_', '-')}) must be positive, got {value}. {hint}".strip())
 
 
+def check_score_range(config: Any) -> None:
+    """`score_range` as a (low, high) tuple with low < high; set on a frozen config."""
+    if config.score_range is None:
+        return
+    low, high = (float(value) for value in config.score_range)
+    if not low < high:
+        raise ValueError(f"--score-range {low:g} {high:g}: the low end must be below the high end, e.g. 0 5.")
+    object.__setattr__(config, "score_range", (low, high))
+
+
 def config_from_file(cls: type, path: Path | str, **overrides: Any) -> Any:
     """Build a config from a JSON file of its fields, with `overrides` (e.g. CLI flags) taking precedence."""
     raw = json.loads(Path(path).read_text())
@@ -75,6 +85,8 @@ class TokenizerConfig:
     lowercase: bool = True
     min_frequency: int = 2
     max_documents: int | None = None
+    overwrite: bool = False  # replace a non-empty --out (see training/output_folder.py)
+    strict: bool = False  # a line that cannot be read fails the run instead of being skipped
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "corpus", Path(self.corpus))
@@ -119,6 +131,8 @@ class PretrainConfig:
     precision: str = "auto"
     attention: str = "sdpa"
     resume: bool = False
+    overwrite: bool = False
+    strict: bool = False
     device: str | None = None
     max_minutes: float | None = None  # wall-clock budget: checkpoint and save the model folder when spent
 
@@ -193,6 +207,10 @@ class SiameseConfig:
     max_train_examples: int | None = None
     triplet_margin: float = 5.0
     seed: int = 0
+    score_range: tuple[float, float] | None = None  # the scale of a pair file's scores; None: known datasets' own
+    strict: bool = False  # a row that cannot be read fails the run instead of being skipped
+    resume: bool = False
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "train", Path(self.train))
@@ -212,6 +230,7 @@ class SiameseConfig:
             raise ValueError(f"batch size ({self.batch_size}) must be at least 2 for mnrl: it uses in-batch negatives.")
         if self.eval_steps is not None:
             _check_positive("eval_steps", self.eval_steps)
+        check_score_range(self)
 
 
 CROSS_ENCODER_POOLINGS = ("cls", "mean")
@@ -252,6 +271,10 @@ class CrossEncoderConfig:
     save_dtype: str = "float32"
     pooling: str = "cls"
     seed: int = 0
+    score_range: tuple[float, float] | None = None
+    strict: bool = False
+    resume: bool = False
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         train = (self.train,) if isinstance(self.train, (str, Path)) else tuple(self.train)
@@ -274,6 +297,7 @@ class CrossEncoderConfig:
             raise ValueError(f"save_dtype {self.save_dtype!r} is not float32 or float16.")
         if self.pooling not in CROSS_ENCODER_POOLINGS:
             raise ValueError(f"pooling {self.pooling!r} is not one of {', '.join(CROSS_ENCODER_POOLINGS)}.")
+        check_score_range(self)
 
 
 # `training adapt`'s --base when none is given: all-MiniLM-L6-v2 from its package (`ModelSpec`).
@@ -302,7 +326,7 @@ class AdaptConfig:
     mlm_steps: int = 1000
     mlm_batch_size: int = 32
     mlm_learning_rate: float = 5e-5
-    mlm_eval_documents: int = 200
+    mlm_eval_documents: int | None = None  # None: a tenth of the corpus, at most 200 (training/adapt.py)
     siamese_steps: int = 1000
     siamese_batch_size: int = 32
     max_seq_length: int = 256
@@ -311,6 +335,9 @@ class AdaptConfig:
     pairs_steps: int = -1
     max_documents: int | None = None
     seed: int = 0
+    strict: bool = False
+    resume: bool = False
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "corpus", Path(self.corpus))
@@ -324,3 +351,5 @@ class AdaptConfig:
             )
         if self.pairs_objective not in OBJECTIVES:
             raise ValueError(f"Unknown objective {self.pairs_objective!r}. Valid: {', '.join(OBJECTIVES)}.")
+        if self.mlm_eval_documents is not None:
+            _check_positive("mlm_eval_documents", self.mlm_eval_documents)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,15 +27,18 @@ from datasets import Dataset
 from sentence_transformers import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
 from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MarginMSELoss
 
-from data.pairs import iter_pairs
 from data.raw_text import iter_documents
 from data.sick import iter_sick
 from data.stsb import MAX_SCORE, iter_stsb
 from training.config import CrossEncoderConfig, resolve_base
-from training.distributed import barrier, is_main_process, trainer_uses_cpu
+from training.distributed import is_main_process, trainer_uses_cpu
+from training.input_files import checked_input
 from training.negatives import BM25NegativeMiner, NegativeMiner, RandomNegativeMiner, mine_negatives
+from training.output_folder import finish, plan_output, prepare
+from training.pair_rows import read_pair_rows, scaled_scores
 from training.self_supervised import inverse_cloze_pairs, title_body_pairs
-from training.siamese_data import beir_rows, detect_source
+from training.siamese_data import beir_rows, detect_source, relevant
+from training.trainer_run import checkpoints_folder, drop_checkpoints, run_trainer
 
 logger = logging.getLogger(__name__)
 
@@ -87,20 +89,29 @@ def load_cross_encoder_rows(
     miner: NegativeMiner | None = None,
     depth: int | None = None,
     max_documents: int | None = None,
+    score_range: tuple[float, float] | None = None,
+    strict: bool = False,
 ) -> list[dict]:
-    """Rows of (query, passage, label in 0-1) from scored pairs, positives plus negatives, or raw documents."""
+    """Rows of (query, passage, label in 0-1) from scored pairs, positives plus negatives, or raw
+    documents, read by the input rules (training/input_files.py, training/pair_rows.py)."""
     source = detect_source(path)
+    checked = checked_input(path, strict)
     if source == "stsb":
-        return [{"query": p.sentence1, "passage": p.sentence2, "label": p.score / MAX_SCORE} for p in iter_stsb(path, "train")]
+        logger.info("scores in %s: STSb's scale 0-%g, mapped to 0-1", path, MAX_SCORE)
+        return [{"query": p.sentence1, "passage": p.sentence2, "label": p.score / MAX_SCORE}
+                for p in iter_stsb(checked.path, "train")]
     if source == "sick":
-        return [{"query": p.sentence_a, "passage": p.sentence_b, "label": (p.relatedness - 1) / 4} for p in iter_sick(path)]
+        logger.info("scores in %s: SICK's relatedness scale 1-5, mapped to 0-1", path)
+        return [{"query": p.sentence_a, "passage": p.sentence_b, "label": (p.relatedness - 1) / 4}
+                for p in iter_sick(checked.path)]
     if source == "documents":
-        return _document_rows(path, rng, negatives_per_query, depth, max_documents)
+        return _document_rows(checked.path, rng, negatives_per_query, depth, max_documents)
     if source == "beir":
         positives = _beir_positives(path, rng)
         pool = [passage for _, passage in positives]
         return with_negatives(positives, miner or RandomNegativeMiner(pool), negatives_per_query, rng)
-    rows = list(iter_pairs(path))
+    pair_rows = read_pair_rows(checked, strict)
+    rows = [row.values for row in pair_rows]
     if not rows:
         raise ValueError(f"Pair file {str(path)!r} holds no usable rows.")
     columns = set(rows[0])
@@ -108,10 +119,11 @@ def load_cross_encoder_rows(
         return [{"query": r["anchor"], "positive": r["positive"], "negative": r["negative"],
                  "label": r["margin"]} for r in rows]
     if "score" in columns:
-        top = max(max(row["score"] for row in rows), 1.0)
-        return [{"query": r["sentence1"], "passage": r["sentence2"], "label": r["score"] / top} for r in rows]
+        scores = scaled_scores(pair_rows, path, score_range)
+        return [{"query": r["sentence1"], "passage": r["sentence2"], "label": score}
+                for r, score in zip(rows, scores, strict=True)]
     if "label" in columns and "query" in columns:
-        labelled = [{"query": r["query"], "passage": r["passage"], "label": float(r["label"] > 0)} for r in rows]
+        labelled = [{"query": r["query"], "passage": r["passage"], "label": float(relevant(r["label"]))} for r in rows]
         positives = [(r["query"], r["passage"]) for r in labelled if r["label"] > 0]
         pool = [r["passage"] for r in labelled]
         return labelled + [r for r in with_negatives(positives, miner or RandomNegativeMiner(pool),
@@ -158,16 +170,14 @@ def freeze_unused_pooler(model: CrossEncoder) -> None:
             parameter.requires_grad_(False)
 
 
-def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None = None) -> CrossEncoderResult:
-    base = resolve_base(config.base)
-    layers = _base_layers(base)
-    if config.num_layers is not None and config.num_layers > layers:
-        raise ValueError(f"num_layers ({config.num_layers}) exceeds the {layers} layers of {base}; pass at most {layers}.")
-    rng = np.random.default_rng(config.seed)
+def load_training_rows(config: CrossEncoderConfig, miner: NegativeMiner | None,
+                       rng: np.random.Generator) -> list[dict]:
+    """Every --train source's rows, concatenated and sampled to --max-train-examples."""
     rows: list[dict] = []
     for path in config.train:
         source_rows = load_cross_encoder_rows(
-            path, rng, config.negatives_per_query, miner, config.negatives_depth, config.max_documents
+            path, rng, config.negatives_per_query, miner, config.negatives_depth, config.max_documents,
+            config.score_range, config.strict,
         )
         logger.info("%s: %d pairs (%d positive)", path, len(source_rows), sum(r["label"] >= 0.5 for r in source_rows))
         rows += source_rows
@@ -178,12 +188,24 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
     if distilled == {True, False}:
         raise ValueError("A margin file (anchor, positive, negative, margin) trains by distillation and "
                          "cannot be mixed with pair or document sources; pass it alone to --train.")
-    dataset = Dataset.from_list(rows)
     if True in distilled:
         logger.info("cross-encoder distillation on %d triplets (margin-MSE)", len(rows))
     else:
         logger.info("cross-encoder training on %d pairs (%d positive)", len(rows),
                     sum(r["label"] >= 0.5 for r in rows))
+    return rows
+
+
+def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None = None) -> CrossEncoderResult:
+    """Train into `config.out` (see training/output_folder.py); Ctrl-C saves a checkpoint that
+    `--resume` continues from."""
+    output = plan_output(config.out, "cross-encoder", config.overwrite, config.resume)
+    base = resolve_base(config.base)
+    layers = _base_layers(base)
+    if config.num_layers is not None and config.num_layers > layers:
+        raise ValueError(f"num_layers ({config.num_layers}) exceeds the {layers} layers of {base}; pass at most {layers}.")
+    rows = load_training_rows(config, miner, np.random.default_rng(config.seed))
+    distilled = bool(rows) and "negative" in rows[0]
     config_kwargs = {"num_hidden_layers": config.num_layers} if config.num_layers is not None else None
     transformers.set_seed(config.seed)  # the fresh scoring head too
     model = _new_cross_encoder(base, config, config_kwargs)
@@ -191,10 +213,10 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
         logger.info("kept the first %d of the %d layers of %s", config.num_layers, layers, base)
     if config.pooling == "mean":
         freeze_unused_pooler(model)
-    loss = MarginMSELoss(model) if True in distilled else BinaryCrossEntropyLoss(model)
-    checkpoints = config.out / "checkpoints"
+    loss = MarginMSELoss(model) if distilled else BinaryCrossEntropyLoss(model)
+    output = prepare(output)
     args = CrossEncoderTrainingArguments(
-        output_dir=str(checkpoints),
+        output_dir=str(checkpoints_folder(output)),
         num_train_epochs=config.epochs,
         max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size,
@@ -210,14 +232,15 @@ def train_cross_encoder(config: CrossEncoderConfig, miner: NegativeMiner | None 
         # only once"); every trainable weight is used (see `freeze_unused_pooler`), so none is needed.
         ddp_find_unused_parameters=False,
     )
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
-    trainer.train()
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), loss=loss)
+    run_trainer(trainer, output)
     if is_main_process():  # under torchrun, rank 0 alone writes the model
         if config.save_dtype == "float16":
             model.to(torch.float16)
-        model.save(str(config.out))
-        shutil.rmtree(checkpoints, ignore_errors=True)
-    barrier()
+        model.save(str(output.work))
+    drop_checkpoints(output)
+    finish(output)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    logger.info("saved CrossEncoder %s (%s) after %d steps", config.out, config.save_dtype, trainer.state.global_step)
+    logger.info("saved CrossEncoder %s (%s) after %d steps: the weights of the last step", config.out,
+                config.save_dtype, trainer.state.global_step)
     return CrossEncoderResult(config.out, trainer.state.global_step, losses)

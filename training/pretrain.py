@@ -31,7 +31,6 @@ from training.checkpoint import list_checkpoints, load_latest_checkpoint, save_c
 from training.config import PRESETS, SPECIAL_TOKENS, PretrainConfig, resolve_base
 from training.distributed import (
     DistributedContext,
-    barrier,
     check_replicas_agree,
     gather_objects,
     init_distributed,
@@ -39,8 +38,18 @@ from training.distributed import (
     sum_over_ranks,
     training_device,
 )
+from training.input_files import checked_input
+from training.interrupt import CtrlC, TrainingInterrupted
 from training.masking import IGNORE_INDEX, MaskingVocab, mask_tokens
-from training.pretrain_data import ExampleStream, TokenizedDocument, collate, tokenize_documents
+from training.output_folder import OutputFolder, finish, plan_output, prepare
+from training.pretrain_data import (
+    ExampleStream,
+    PretrainExample,
+    TokenizedDocument,
+    collate,
+    document_examples,
+    tokenize_documents,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +133,7 @@ def build_model(config: PretrainConfig, vocab_size: int, pad_id: int) -> tuple[B
 
 def load_corpus(config: PretrainConfig, tokenizer) -> tuple[list[TokenizedDocument], list[TokenizedDocument]]:
     """(train, held-out) tokenized documents; the held-out slice is the last `eval_documents` documents."""
-    documents = itertools.islice(iter_documents(config.corpus), config.max_documents)
+    documents = itertools.islice(iter_documents(checked_input(config.corpus, config.strict).path), config.max_documents)
     corpus = tokenize_documents(documents, tokenizer)
     if not corpus:
         raise ValueError(
@@ -138,6 +147,33 @@ def load_corpus(config: PretrainConfig, tokenizer) -> tuple[list[TokenizedDocume
             f"for {config.eval_documents} held-out documents plus training; lower --eval-documents or add text."
         )
     return corpus[: -config.eval_documents], corpus[-config.eval_documents :]
+
+
+def held_out_examples(documents: list[TokenizedDocument], config: PretrainConfig, cls_id: int, sep_id: int,
+                      nsp: bool) -> list[PretrainExample]:
+    """The evaluation examples, built once: each held-out document's examples in order, up to
+    `eval_batches` batches. Never cycled, so a small held-out slice is not counted twice."""
+    wanted = config.eval_batches * config.batch_size
+    examples: list[PretrainExample] = []
+    for index in range(len(documents)):
+        rng = np.random.default_rng([config.seed, 1, index])
+        examples += document_examples(documents, index, rng, config.max_length, cls_id, sep_id, nsp)
+        if len(examples) >= wanted:
+            break
+    return examples[:wanted]
+
+
+def warn_if_batch_repeats(documents: list[TokenizedDocument], config: PretrainConfig, world_size: int) -> None:
+    """Warn when one step's batch exceeds the examples the training documents make: it then
+    repeats the corpus, and costs as much as that many epochs for what one epoch teaches."""
+    room = config.max_length - (3 if config.nsp else 2)
+    examples = sum(max(1, -(-sum(len(sentence) for sentence in document) // room)) for document in documents)
+    batch = config.batch_size * world_size
+    if batch > examples:
+        logger.warning(
+            "batch of %d examples per step, but the %d training documents make only about %d: each step repeats "
+            "the corpus about %.0f times. Lower --batch-size to %d or less, or add documents.",
+            batch, len(documents), examples, batch / examples, examples)
 
 
 def to_tensors(batch: dict[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
@@ -256,30 +292,50 @@ def pretrain(config: PretrainConfig) -> PretrainResult:
     `--resume`).
     """
     if config.base is not None:  # "default" names all-MiniLM-L6-v2, as everywhere else
-        config = replace(config, base=resolve_base(config.base))
-    trainer = Pretrainer(config)
-    if config.resume:
+        base = resolve_base(config.base)
+        check_weights(base)
+        config = replace(config, base=base)
+    output = plan_output(config.out, "pretrain", config.overwrite, config.resume,
+                         can_resume=lambda folder: bool(list_checkpoints(folder)))
+    trainer = Pretrainer(config, output)
+    if output.resumed:
         trainer.resume()
     return trainer.run()
+
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def check_weights(base: Path) -> None:
+    """A --base folder must hold a BERT's config and weights; say so before anything loads."""
+    if not (base / "config.json").is_file():
+        raise ValueError(
+            f"Base model {str(base)!r} is not a BERT folder (no config.json). Pass a BERT or SentenceTransformer "
+            "folder, e.g. the output of `python -m training pretrain`, or 'default' for all-MiniLM-L6-v2."
+        )
+    if not any((base / name).is_file() for name in WEIGHT_FILES):
+        raise ValueError(
+            f"Base model {str(base)!r} has a config.json but no weights ({' or '.join(WEIGHT_FILES[:2])}). "
+            "Pass the folder a model was saved to (save_pretrained writes both), or train one from scratch "
+            "with --tokenizer and --preset instead of --base."
+        )
 
 
 class Pretrainer:
     """One pretraining run: its model, optimizer, data streams and history; `step` trains one
     batch, `evaluate` and `checkpoint` record, `run` loops until the step or time budget."""
 
-    def __init__(self, config: PretrainConfig) -> None:
+    def __init__(self, config: PretrainConfig, output: OutputFolder) -> None:
         self.config = config
         self.tokenizer = load_tokenizer(config)
         self.vocab = masking_vocab(self.tokenizer)
         self.pad_id = self.tokenizer.pad_token_id
         cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        if not config.resume and list_checkpoints(config.out):
-            raise ValueError(
-                f"{config.out} already holds checkpoints; pass --resume to continue that run or choose a new --out."
-            )
         train_docs, eval_docs = load_corpus(config, self.tokenizer)
         self.device = device = training_device(config.device, launched_context())
         self.context = context = init_distributed(device)
+        self.output = prepare(output)  # the inputs are read: now the work folder
+        self.work = self.output.work
         if context.is_main:
             logger.info("corpus: %d training documents, %d held out", len(train_docs), len(eval_docs))
         if context.is_distributed and context.is_main:
@@ -301,11 +357,14 @@ class Pretrainer:
         self.eval_nsp = config.nsp and len(eval_docs) >= 2  # random B segments need a second held-out document
         self.eval_batches = []
         if context.is_main:
-            eval_stream = ExampleStream(eval_docs, config.seed + 1, config.max_length, cls_id, sep_id, self.eval_nsp)
+            examples = held_out_examples(eval_docs, config, cls_id, sep_id, self.eval_nsp)
             eval_rng = np.random.default_rng([config.seed, 1])
             self.eval_batches = [
-                to_tensors(make_batch(eval_stream.take(config.batch_size), eval_rng, self.vocab, self.pad_id,
-                                      config), device) for _ in range(config.eval_batches)]
+                to_tensors(make_batch(examples[start : start + config.batch_size], eval_rng, self.vocab, self.pad_id,
+                                      config), device) for start in range(0, len(examples), config.batch_size)]
+            logger.info("held-out data: %d examples from %d documents, the same at every evaluation",
+                        len(examples), len(eval_docs))
+            warn_if_batch_repeats(train_docs, config, context.world_size)
         self.step_no = 0
         self.losses: dict[int, float] = {}
         self.evals: list[EvalMetrics] = []
@@ -314,11 +373,11 @@ class Pretrainer:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.use_bf16)
 
     def resume(self) -> None:
-        state = load_latest_checkpoint(self.config.out)
+        state = load_latest_checkpoint(self.work)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        _load_rank_state(state, self.context, self.stream, self.device, self.config.out)
+        _load_rank_state(state, self.context, self.stream, self.device, self.work)
         self.step_no, self.losses = state["step"], dict(state["losses"])
         self.evals = [EvalMetrics(**metrics) for metrics in state["evals"]]
 
@@ -366,55 +425,69 @@ class Pretrainer:
                     metrics.mlm_loss, metrics.mlm_accuracy,
                     "n/a" if metrics.nsp_accuracy is None else f"{metrics.nsp_accuracy:.4f}")
 
+    def agreed(self, flag: bool) -> bool:
+        """`flag` on any rank, so that under DDP every rank stops at the same step."""
+        if self.context.is_distributed:
+            return sum_over_ranks([float(flag)], self.device)[0] > 0
+        return flag
+
     def out_of_time(self, run_start: float) -> bool:
-        """Past --max-minutes; under DDP all ranks agree, so they stop at the same step."""
-        config = self.config
-        out = config.max_minutes is not None and time.perf_counter() - run_start > 60 * config.max_minutes
-        if self.context.is_distributed and config.max_minutes is not None:
-            out = sum_over_ranks([float(out)], self.device)[0] > 0
-        return out
+        """Past --max-minutes."""
+        minutes = self.config.max_minutes
+        return minutes is not None and self.agreed(time.perf_counter() - run_start > 60 * minutes)
+
+    def log_step(self, mlm_loss: torch.Tensor, nsp_loss: torch.Tensor | None, tokens_per_second: float) -> None:
+        logger.info("step %d loss %.4f (mlm %.4f%s) lr %.2e %.0f tokens/s", self.step_no, self.losses[self.step_no],
+                    mlm_loss.item(), f", nsp {nsp_loss.item():.4f}" if nsp_loss is not None else "",
+                    self.scheduler.get_last_lr()[0], tokens_per_second)
+
+    def checkpoint(self) -> None:
+        state = self.checkpoint_state()
+        if self.context.is_main:
+            save_checkpoint(self.work, self.step_no, state)
 
     def run(self) -> PretrainResult:
+        """Train to --max-steps; Ctrl-C saves a checkpoint of the current step and raises TrainingInterrupted."""
         config, context = self.config, self.context
         tokens, train_seconds = 0, 0.0
         run_start = time.perf_counter()
         window_tokens, window_start = 0, time.perf_counter()
-        while self.step_no < config.max_steps:
-            started = time.perf_counter()
-            batch_tokens, mlm_loss, nsp_loss = self.step()
-            step = self.step_no
-            tokens += batch_tokens
-            window_tokens += batch_tokens
-            train_seconds += time.perf_counter() - started
-            last = step == config.max_steps
-            if context.is_main and (step % config.log_every == 0 or last):
-                now = time.perf_counter()
-                logger.info("step %d loss %.4f (mlm %.4f%s) lr %.2e %.0f tokens/s", step, self.losses[step],
-                            mlm_loss.item(), f", nsp {nsp_loss.item():.4f}" if nsp_loss is not None else "",
-                            self.scheduler.get_last_lr()[0], window_tokens / max(now - window_start, 1e-9))
-                window_tokens, window_start = 0, now
-            if context.is_main and (step % config.eval_every == 0 or last):
-                self.evaluate()
-                window_start = time.perf_counter()
-            out_of_time = self.out_of_time(run_start)
-            if step % config.save_every == 0 or last or out_of_time:
-                state = self.checkpoint_state()
-                if context.is_main:
-                    save_checkpoint(config.out, step, state)
-                window_start = time.perf_counter()
-            if out_of_time:
-                if context.is_main:
-                    logger.info("time budget of %.1f min reached at step %d; saving (continue with --resume)",
-                                config.max_minutes, step)
-                break
+        with CtrlC() as ctrl_c:
+            while self.step_no < config.max_steps:
+                started = time.perf_counter()
+                batch_tokens, mlm_loss, nsp_loss = self.step()
+                step = self.step_no
+                tokens += batch_tokens
+                window_tokens += batch_tokens
+                train_seconds += time.perf_counter() - started
+                last = step == config.max_steps
+                if context.is_main and (step % config.log_every == 0 or last):
+                    now = time.perf_counter()
+                    self.log_step(mlm_loss, nsp_loss, window_tokens / max(now - window_start, 1e-9))
+                    window_tokens, window_start = 0, now
+                if context.is_main and (step % config.eval_every == 0 or last):
+                    self.evaluate()
+                    window_start = time.perf_counter()
+                if self.agreed(ctrl_c.requested):
+                    self.checkpoint()
+                    raise TrainingInterrupted(step, self.work)
+                out_of_time = self.out_of_time(run_start)
+                if step % config.save_every == 0 or last or out_of_time:
+                    self.checkpoint()
+                    window_start = time.perf_counter()
+                if out_of_time:
+                    if context.is_main:
+                        logger.info("time budget of %.1f min reached at step %d; saving (continue with --resume)",
+                                    config.max_minutes, step)
+                    break
         return self.save(tokens / train_seconds if train_seconds else 0.0)
 
     def save(self, throughput: float) -> PretrainResult:
         if self.context.is_main:
-            self.model.save_pretrained(str(self.config.out))
-            self.tokenizer.save_pretrained(str(self.config.out))
-            logger.info("saved BERT folder %s at step %d (%.0f tokens/s over %d process(es))", self.config.out,
+            self.model.save_pretrained(str(self.work))
+            self.tokenizer.save_pretrained(str(self.work))
+        out = finish(self.output)  # the next stage (training adapt) loads this folder on every rank
+        if self.context.is_main:
+            logger.info("saved BERT folder %s at step %d (%.0f tokens/s over %d process(es))", out,
                         self.step_no, throughput, self.context.world_size)
-        barrier()  # the next stage (training adapt) loads this folder on every rank
-        return PretrainResult(self.config.out, self.step_no, self.losses, self.evals, throughput,
-                              self.fresh_heads)
+        return PretrainResult(out, self.step_no, self.losses, self.evals, throughput, self.fresh_heads)

@@ -151,14 +151,14 @@ class ExampleStream:
     """
 
     def __init__(self, corpus: list[TokenizedDocument], seed: int, max_length: int, cls_id: int, sep_id: int,
-                 nsp: bool = True, rank: int = 0, world_size: int = 1) -> None:
+                 nsp: bool = True, rank: int = 0, world_size: int = 1, name: str = "training data") -> None:
         if nsp and len(corpus) < 2:
             raise ValueError(
                 f"NSP needs at least 2 documents to draw random B segments, the corpus has {len(corpus)}. "
                 "Add documents (separate them with blank lines in .txt) or disable NSP (--no-nsp)."
             )
         self.corpus, self.seed, self.max_length = corpus, seed, max_length
-        self.cls_id, self.sep_id, self.nsp = cls_id, sep_id, nsp
+        self.cls_id, self.sep_id, self.nsp, self.name = cls_id, sep_id, nsp, name
         self.epoch, self.position, self.taken = 0, 0, 0
         # Positions in the epoch's permutation that this rank reads, in order.
         self._shard = np.fromiter(DistributedSampler(range(len(corpus)), num_replicas=world_size, rank=rank,
@@ -187,7 +187,7 @@ class ExampleStream:
         self.position, self.taken, self._buffer = self.position + 1, 0, None
         if self.position == len(self._shard):
             self.epoch, self.position, self._order = self.epoch + 1, 0, None
-            logger.info("pretraining data: starting epoch %d", self.epoch)
+            logger.info("%s (%d documents): starting epoch %d", self.name, len(self.corpus), self.epoch)
 
     def take(self, count: int) -> list[PretrainExample]:
         batch: list[PretrainExample] = []

@@ -87,7 +87,8 @@ def connect(address: str) -> bool:
     try:
         import ray
     except ImportError as err:
-        raise ImportError("--ray needs the ray package: pip install 'ray[data]' (pinned in requirements.txt).") from err
+        raise ImportError("--ray needs the ray package, which `make run` does not install: "
+                          "pip install -r requirements-dev.txt (it pins ray[data]), or make install-dev.") from err
     if ray.is_initialized():
         return False
     if address == "local":

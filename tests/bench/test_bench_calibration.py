@@ -172,3 +172,17 @@ def test_calibration_json_is_small_and_reads_back() -> None:
     assert curve["scores"] == [0.1, 0.1234568, 0.9]
     assert np.allclose(curve["probabilities"], knots[1], atol=1e-6)
     assert list(data["curves"]) == ["dense", "hybrid/tmm/0.80"]
+
+
+def test_features_are_computed_within_each_query_and_the_best_exponent_is_kept() -> None:
+    from bench.bench_calibration import choose_relative, with_features
+
+    h = {"qid": np.array(["a", "a", "b", "b"], dtype=object), "rank": np.array([1, 2, 1, 2]),
+         "score": np.array([10.0, 5.0, 2.0, 1.0]), "cosine": np.zeros(4), "relevant": np.array([1, 0, 1, 0], bool)}
+    assert with_features(h, 1.0, 0.0)["score"].tolist() == [1.0, 0.5, 1.0, 0.5]
+    assert with_features(h, 0.0, 0.0) is h
+    # Relevance follows the rank, not the raw score: only the relative feature separates it in every set.
+    sets = {n: {**h, "score": h["score"] * scale} for n, scale in (("x", 1.0), ("y", 7.0), ("z", 0.3))}
+    relative, lowest, tried = choose_relative(sets, ["x", "y", "z"], "bm25")
+    assert relative == 1.0 and lowest == 0.0 and tried[1.0] < tried[0.0]
+    assert choose_relative(sets, ["x", "y", "z"], "hybrid") == (0.0, 0.0, {})

@@ -41,22 +41,6 @@ def wait_until_ready(client: TestClient, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
-def served_index(tiny_model_dir, tmp_path_factory) -> Path:
-    """The topic documents and the gardening minutes, indexed with the tiny model; read-only."""
-    root = tmp_path_factory.mktemp("api")
-    index_dir = root / "idx"
-    build(write_corpus(root / "corpus"), index_dir, str(tiny_model_dir))
-    return index_dir
-
-
-@pytest.fixture(scope="module")
-def client(served_index, tiny_model_dir):
-    config = ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir))
-    with TestClient(create_app(config)) as test_client:
-        yield test_client
-
-
 @pytest.fixture()
 def private_index(tmp_path, tiny_model) -> tuple[Path, Path, str]:
     """(corpus, index folder, model) of an index a test may rebuild."""

@@ -30,7 +30,8 @@ def api_schema(tmp_path_factory, tiny_model_dir, tiny_cross_encoder):
     return schemathesis.openapi.from_asgi("/openapi.json", app)
 
 
-OPERATIONS = ["GET /health", "GET /stats", "GET /search", "POST /search", "POST /search/batch", "POST /similarity"]
+OPERATIONS = ["GET /health", "GET /stats", "GET /search", "POST /search", "POST /search/batch", "POST /similarity",
+              "GET /metrics"]
 # Operations with inputs, so that a request the schema forbids can be made.
 WITH_INPUTS = ["GET /search", "POST /search", "POST /search/batch", "POST /similarity"]
 
@@ -49,5 +50,35 @@ def test_every_operation_keeps_its_contract(api_schema, label, mode):
               suppress_health_check=list(HealthCheck))
     def keeps_contract(case):
         case.call_and_validate()
+
+    keeps_contract()
+
+
+KEY = "contract-" + "k" * 24
+
+
+@pytest.fixture(scope="module")
+def keyed_schema(tmp_path_factory, tiny_model_dir, served_index):
+    """The same API with API keys (search/api_keys.py): its schema declares the bearer key and 401/403."""
+    keys = tmp_path_factory.mktemp("contract-keys") / "keys"
+    keys.write_text(f"read {KEY}\n")
+    app = create_app(ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir),
+                               api_keys=str(keys)))
+    assert app.state.service.try_open() is not None
+    return schemathesis.openapi.from_asgi("/openapi.json", app)
+
+
+@pytest.mark.parametrize("key", [KEY, None, "not-a-key-" + "x" * 20])
+def test_with_api_keys_every_answer_keeps_the_contract(keyed_schema, key):
+    """With a read key, without one, and with a wrong one: 200s and 401s alike match the schema."""
+    operation = next(op.ok() for op in keyed_schema.get_all_operations() if op.ok().label == "POST /search")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+    @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
+    @settings(max_examples=10, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def keeps_contract(case):
+        response = case.call_and_validate(headers=headers)
+        assert (response.status_code == 401) == (key != KEY), response.status_code
 
     keeps_contract()

@@ -97,3 +97,31 @@ def test_min_relevance_cuts_the_ranking_where_relevance_falls_below(tiny_index, 
         searcher.calibration = calibration(model="another-model")
         dense = searcher.search_detailed("bread oven yeast", k=4, mode="dense", min_relevance=0.9)
         assert len(dense.hits) == 4 and dense.relevance_note.startswith("min_relevance was not applied")
+
+
+def test_a_relative_curve_reads_each_score_as_its_share_of_the_lists_top():
+    relative = Curve((0.0, 1.0), (0.0, 1.0), relative=1.0, lowest=-1.0)
+    # (score + 1) / (top + 1): the top reads 1 whatever its raw value, the rest their share of it
+    assert relative([0.6, 0.2, -1.0]) == pytest.approx([1.0, 1.2 / 1.6, 0.0])
+    half = Curve((0.0, 2.0), (0.0, 1.0), relative=0.5, lowest=0.0)
+    assert half.features([16.0, 4.0]).tolist() == pytest.approx([4.0, 1.0])  # score / sqrt(top)
+    assert Curve((0.0, 1.0), (0.0, 1.0), relative=1.0).features([0.0, 0.0]).tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="relative exponent"):
+        Curve((0.0, 1.0), (0.0, 1.0), relative=2.0)
+    loaded = Calibration.from_json({"model": "m", "curves": {
+        "bm25": {"scores": [0.0, 1.0], "probabilities": [0.0, 0.5], "relative": 1.0, "lowest": 0.0}}})
+    assert loaded.curves["bm25"].relative == 1.0 and loaded.curves["bm25"].lowest == 0.0
+
+
+def test_relative_relevance_follows_the_ranking_and_does_not_change_with_the_page(tiny_index, tiny_model_dir):
+    curves = {"dense": {"scores": [0.0, 1.0], "probabilities": [0.0, 0.9], "relative": 1.0, "lowest": -1.0},
+              "bm25": {"scores": [0.0, 1.0], "probabilities": [0.1, 0.8], "relative": 0.5, "lowest": 0.0}}
+    with Searcher(tiny_index, model=str(tiny_model_dir)) as searcher:
+        searcher.calibration = Calibration.from_json({"model": searcher.stats().model_label, "curves": curves})
+        for mode in ("dense", "bm25"):
+            whole = searcher.search_detailed("bread oven yeast", k=4, mode=mode).hits
+            values = [hit.relevance for hit in whole]
+            assert values[0] == pytest.approx(0.9 if mode == "dense" else min(0.8, 0.1 + 0.7 * whole[0].score ** 0.5))
+            assert values == sorted(values, reverse=True), (mode, values)
+            page = searcher.search_detailed("bread oven yeast", k=2, offset=2, mode=mode).hits
+            assert [hit.relevance for hit in page] == values[2:4]  # read against the ranking's top, not the page's

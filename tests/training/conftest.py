@@ -82,7 +82,7 @@ def tiny_bert_copy(tiny_bert_dir: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_pairs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Scored pairs: same-topic sentences score high, different topics low."""
+    """Scored pairs on the default 0-1 scale: same-topic sentences score 1, different topics 0."""
     documents = synthetic_documents(40, seed=2)
     path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
     rng = np.random.default_rng(3)
@@ -90,7 +90,7 @@ def tiny_pairs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for _ in range(160):
             first, second = rng.integers(len(documents), size=2)
             same = TOPICS.index(documents[first][0].split()[2]) == TOPICS.index(documents[second][0].split()[2])
-            row = {"sentence1": documents[first][1][0], "sentence2": documents[second][1][-1], "score": 5.0 if same else 0.0}
+            row = {"sentence1": documents[first][1][0], "sentence2": documents[second][1][-1], "score": 1.0 if same else 0.0}
             handle.write(json.dumps(row) + "\n")
     return path
 

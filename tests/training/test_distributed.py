@@ -24,6 +24,7 @@ from transformers import AutoTokenizer, BertForPreTraining, BertModel
 
 from training.checkpoint import list_checkpoints, load_checkpoint
 from training.config import PretrainConfig, SiameseConfig
+from training.output_folder import MARKER, work_folder
 from training.pretrain import pretrain
 from training.pretrain_data import ExampleStream
 from training.sentence_model import load_sentence_model
@@ -112,8 +113,10 @@ def test_two_process_pretraining_follows_one_process_and_resumes(tiny_corpus: Pa
 
     # A run stopped after step 15 resumes on 2 processes to the same losses and weights.
     resumed_out = tmp_path / "resumed"
-    shutil.copytree(two_out / "checkpoints", resumed_out / "checkpoints")
-    (resumed_out / "checkpoints" / "step-30.pt").unlink()
+    partial = work_folder(resumed_out)  # where the stopped run's checkpoints and mark are
+    shutil.copytree(two_out / "checkpoints", partial / "checkpoints")
+    shutil.copy(two_out / MARKER, partial)
+    (partial / "checkpoints" / "step-30.pt").unlink()
     torchrun(["-m", "training", "pretrain", *_pretrain_flags(tiny_corpus, tiny_tokenizer_dir, resumed_out, 8),
               *shape, "--resume"])
     resumed = load_checkpoint(list_checkpoints(resumed_out)[-1][1])

@@ -13,6 +13,7 @@ from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertForPreT
 from training.__main__ import main
 from training.checkpoint import list_checkpoints
 from training.config import PretrainConfig
+from training.output_folder import MARKER, work_folder
 from training.pretrain import pretrain
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64}
@@ -50,9 +51,11 @@ def test_loss_falls_and_output_is_a_standard_bert_folder(tiny_corpus: Path, tiny
 def test_resume_continues_at_same_step_and_loss(tiny_corpus: Path, tiny_tokenizer_dir: Path, tmp_path: Path) -> None:
     straight = pretrain(_config(tiny_corpus, tmp_path / "a", tiny_tokenizer_dir, save_every=3))
     assert [step for step, _ in list_checkpoints(tmp_path / "a")] == [3, 6]
-    # Simulate a run killed after step 3: keep only its first checkpoint.
-    shutil.copytree(tmp_path / "a" / "checkpoints", tmp_path / "b" / "checkpoints")
-    (tmp_path / "b" / "checkpoints" / "step-6.pt").unlink()
+    # Simulate a run killed after step 3: its work folder holds its mark and its first checkpoint.
+    partial = work_folder(tmp_path / "b")
+    shutil.copytree(tmp_path / "a" / "checkpoints", partial / "checkpoints")
+    shutil.copy(tmp_path / "a" / MARKER, partial)
+    (partial / "checkpoints" / "step-6.pt").unlink()
     resumed = pretrain(_config(tiny_corpus, tmp_path / "b", tiny_tokenizer_dir, save_every=3, resume=True))
     assert resumed.step == 6
     for step in (4, 5, 6):
@@ -63,11 +66,37 @@ def test_resume_continues_at_same_step_and_loss(tiny_corpus: Path, tiny_tokenize
 
 
 def test_resume_and_overwrite_guards(tiny_corpus: Path, tiny_tokenizer_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="holds no step-N.pt checkpoint. Drop --resume"):
+    with pytest.raises(ValueError, match="--resume given but there is no `python -m training pretrain` run"):
         pretrain(_config(tiny_corpus, tmp_path / "x", tiny_tokenizer_dir, resume=True))
     pretrain(_config(tiny_corpus, tmp_path / "y", tiny_tokenizer_dir, max_steps=1))
-    with pytest.raises(ValueError, match="already holds checkpoints; pass --resume"):
+    with pytest.raises(ValueError, match="already holds the output of `python -m training pretrain`.*--overwrite"):
         pretrain(_config(tiny_corpus, tmp_path / "y", tiny_tokenizer_dir, max_steps=1))
+    resumed = pretrain(_config(tiny_corpus, tmp_path / "y", tiny_tokenizer_dir, max_steps=2, resume=True))
+    assert resumed.step == 2 and [step for step, _ in list_checkpoints(tmp_path / "y")] == [1, 2]
+
+
+def test_base_without_weights_says_so_before_loading(tiny_corpus: Path, tiny_bert_dir: Path, tmp_path: Path) -> None:
+    base = tmp_path / "no-weights"
+    base.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_bert_dir / name, base)
+    with pytest.raises(ValueError, match="has a config.json but no weights.*--tokenizer and --preset"):
+        pretrain(_config(tiny_corpus, tmp_path / "o", None, base=base, **dict.fromkeys(TINY)))
+    assert not (tmp_path / "o").exists() and not work_folder(tmp_path / "o").exists()
+
+
+def test_held_out_examples_are_fixed_and_a_batch_over_the_corpus_warns(
+        tiny_corpus: Path, tiny_tokenizer_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="training"):
+        pretrain(_config(tiny_corpus, tmp_path / "o", tiny_tokenizer_dir, max_steps=1, batch_size=100,
+                         max_length=128, eval_batches=4))
+    # 4 held-out documents make a few examples: taken once, never cycled into 4 batches of 100.
+    held_out = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("held-out data"))
+    assert int(held_out.split()[2]) < 40 and "the same at every evaluation" in held_out
+    assert "starting epoch" not in " ".join(r.getMessage() for r in caplog.records if "held-out" in r.getMessage())
+    assert any("training data (56 documents): starting epoch" in r.getMessage() for r in caplog.records)
+    assert any("each step repeats the corpus about" in r.getMessage() and "Lower --batch-size" in r.getMessage()
+               for r in caplog.records if r.levelno == logging.WARNING)
 
 
 def test_empty_and_too_small_corpus_fail_with_fix(tiny_tokenizer_dir: Path, tmp_path: Path) -> None:

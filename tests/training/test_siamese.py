@@ -10,8 +10,9 @@ from sentence_transformers.sentence_transformer.modules import Pooling
 
 from training.__main__ import main
 from training.config import SiameseConfig
+from training.pair_rows import LABELS_FILE
 from training.sentence_model import load_sentence_model
-from training.siamese import train_siamese
+from training.siamese import SiameseResult, saved_message, train_siamese
 from training.siamese_data import detect_source, load_training_dataset
 
 SICK_HEADER = ("pair_ID\tsentence_A\tsentence_B\tentailment_label\trelatedness_score\tentailment_AB\tentailment_BA\t"
@@ -31,7 +32,7 @@ def _pooling(model: SentenceTransformer) -> Pooling:
 def _stsb_folder(folder: Path, pairs: Path) -> Path:
     folder.mkdir()
     rows = [json.loads(line) for line in pairs.read_text().splitlines()]
-    lines = [f"g\tf\t2012\t{i:04d}\t{row['score']:.3f}\t{row['sentence1']}\t{row['sentence2']}" for i, row in enumerate(rows)]
+    lines = [f"g\tf\t2012\t{i:04d}\t{5 * row['score']:.3f}\t{row['sentence1']}\t{row['sentence2']}" for i, row in enumerate(rows)]
     for split, part in (("train", lines[:100]), ("dev", lines[100:140]), ("test", lines[140:])):
         (folder / f"sts-{split}.csv").write_text("\n".join(part) + "\n")
     return folder
@@ -54,6 +55,16 @@ def test_dev_evaluation_keeps_best_checkpoint(tiny_bert_copy: Path, tiny_pairs: 
     result = train_siamese(_config(tiny_bert_copy, stsb, tmp_path / "st", "cosine", max_steps=6, eval_steps=2,
                                    evaluate_on_dev=True, eval_data=stsb))
     assert len(result.dev_spearman) == 3 and result.best_dev_spearman == max(result.dev_spearman)
+    assert result.kept_step == [2, 4, 6][int(np.argmax(result.dev_spearman))]
+    message = saved_message(result)
+    if result.kept_step == 6:
+        assert "after 6 steps: the weights of the last step (best dev Spearman" in message
+    else:
+        assert (f"after 6 steps: the weights of step {result.kept_step}, the best on STSb dev (Spearman "
+                f"{result.best_dev_spearman:.2f}; the last step scored {result.dev_spearman[-1]:.2f})") in message
+    earlier = SiameseResult(tmp_path, 80, dev_spearman=[85.12, 84.0], best_dev_spearman=85.12, kept_step=40)
+    assert saved_message(earlier).startswith(f"saved {tmp_path} after 80 steps: the weights of step 40, the best on "
+                                             "STSb dev (Spearman 85.12; the last step scored 84.00)")
     assert not (tmp_path / "st" / "checkpoints").exists()
     SentenceTransformer(str(tmp_path / "st"), device="cpu")
 
@@ -70,6 +81,16 @@ def test_softmax_on_sick_with_cls_pooling(tiny_bert_copy: Path, tmp_path: Path) 
     result = train_siamese(_config(tiny_bert_copy, sick, tmp_path / "st", "softmax", pooling="cls"))
     assert result.steps == 4
     assert _pooling(SentenceTransformer(str(tmp_path / "st"), device="cpu")).pooling_mode == "cls"
+    saved = json.loads((tmp_path / "st" / LABELS_FILE).read_text())
+    assert saved == {"labels": ["entailment", "neutral", "contradiction"]}  # SICK's ids, as named
+
+
+def test_label_names_train_and_their_map_is_saved(tiny_bert_copy: Path, tmp_path: Path) -> None:
+    nli = tmp_path / "nli.csv"
+    names = ["entailment", "neutral", "contradiction"]
+    nli.write_text("sentence1,sentence2,label\n" + "".join(f"the cat {i},a dog {i},{names[i % 3]}\n" for i in range(12)))
+    train_siamese(_config(tiny_bert_copy, nli, tmp_path / "st", "softmax", max_steps=1))
+    assert json.loads((tmp_path / "st" / LABELS_FILE).read_text()) == {"labels": sorted(names)}
 
 
 def test_mnrl_on_raw_documents_uses_self_supervised_pairs(tiny_bert_copy: Path, tiny_jsonl_corpus: Path,
