@@ -50,6 +50,7 @@ from indexer.store.passage_subset import PassageSubset
 from indexer.store.records import (
     BuildMeta,
     CommitResult,
+    DocumentRecord,
     IndexInfo,
     IndexSnapshot,
     IndexStats,
@@ -564,6 +565,17 @@ class Index:
             for pid, row in rows.items()
         }
 
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """The committed document stored under `doc_id` and its passages; None when none is."""
+        with self._read() as conn:
+            row = sql_store.document_by_key(conn, doc_id)
+            ids = [] if row is None else sql_store.document_passage_ids(conn, row.id)
+        if row is None:
+            return None
+        found = self.passages(ids)
+        return DocumentRecord(row.doc_key, row.title, row.text, dict(row.meta or {}), row.source,
+                              tuple(found[pid] for pid in ids if pid in found))
+
     def _check_texts(self, rows: dict) -> None:
         """Refuse rows whose title or text is not what was written (their checksum differs):
         a hit must never show altered text as if it were the document's."""
@@ -700,6 +712,7 @@ __all__ = [
     "BuildMeta",
     "WriteTransaction",
     "CommitResult",
+    "DocumentRecord",
     "Index",
     "IndexInfo",
     "IndexSnapshot",

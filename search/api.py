@@ -19,38 +19,67 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import functools
-import json
 import logging
-import math
 import os
-import re
 import sys
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
 from fastapi import Body, Depends, FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import Path as FastApiPath
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 
 from indexer import settings
-from indexer.errors import IndexerError, IndexNotFoundError
-from indexer.store.sql_store import shown_url
+from indexer.errors import IndexNotFoundError
+from indexer.layout import MANIFEST
+from search.api_answers import (
+    collection_out,
+    create_collection,
+    figures_of,
+    health_of_service,
+    refuse_unknown_parameters,
+    search_batch_with,
+    search_with,
+    similarity_with,
+    stats_of,
+)
+from search.api_collection_models import (
+    COLLECTION_NAME,
+    COLLECTION_NAME_RULE,
+    MAX_WRITE_DOCUMENTS,
+    CollectionOut,
+    CollectionSettingsIn,
+    CollectionsResponse,
+    DeleteDocumentsRequest,
+    DocumentOut,
+    DocumentsRequest,
+    WriteResponse,
+)
+from search.api_collections import (
+    Collection,
+    Collections,
+    CollectionSettings,
+)
+from search.api_documents import (
+    delete_documents,
+    delete_request,
+    read_document,
+    write_counts,
+    write_documents,
+)
 from search.api_errors import (
     ApiError,
     BodySizeLimit,
     RequestHeadLimit,
     install_error_handlers,
-    redact,
 )
 from search.api_keys import ApiKeys, is_loopback, keys_file
 from search.api_metrics import MULTIPROC_ENV, ApiMetrics, RequestMetrics
@@ -62,32 +91,23 @@ from search.api_models import (
     MAX_QUERY_CHARS,
     MAX_SIMILARITY_SENTENCES,
     MAX_URL_BYTES,
-    BuildProgressOut,
     ErrorResponse,
     FusionMethod,
     HealthResponse,
-    HitOut,
-    LocationOut,
-    MatchOut,
     Mode,
     SearchBatchRequest,
     SearchBatchResponse,
-    SearchFields,
     SearchRequest,
     SearchResponse,
     SimilarityRequest,
     SimilarityResponse,
     StatsResponse,
-    TimingsOut,
     filter_components,
 )
-from search.errors import NoRerankerError
-from search.hits import SearchResult
-from search.matches import find_matches, query_terms
-from search.params import DEFAULT_K, MAX_K, SearchParams
+from search.api_service import DEFAULT_WRITE_WAIT_S, ApiConfig, Service, reranker_setting
+from search.params import DEFAULT_K, MAX_K
 from search.rerank import NO_RERANKER, Reranker, RerankerChoice, resolve_reranker
-from search.searcher import Searcher
-from search.sentence_similarity import similarity_matrix, unreadable_sentences
+from search.shared_models import SharedModels
 
 logger = logging.getLogger(__name__)
 
@@ -97,409 +117,6 @@ CONFIG_ENV = "SEMSEARCH_API_CONFIG"
 BEARER = HTTPBearer(auto_error=False, description="a key from the service's --api-keys file")
 # How long uvicorn's supervisor waits for a worker of `--workers N` to answer its ping.
 WORKER_HEALTHCHECK_S = 120
-
-
-@dataclass(frozen=True)
-class ApiConfig:
-    """How the service runs. `rerank_model` None means SEMSEARCH_RERANKER, else the shipped
-    reranker; "none" turns reranking off. `rerank` is the default for a request that does not
-    say, decided by `resolve_reranker` when None. `similarity_model` serves /similarity while no
-    index is open (None: the default bi-encoder); once one is, its own model does.
-    `poll_seconds` is how often a service without an index looks for one. `cors_origins` are the
-    web origins whose pages may call the API from a browser (CORS); none by default.
-    `open_in_background`: the server listens at once and loads the reranker, the index and its
-    model in a background thread, answering 503 with Retry-After ("loading") meanwhile, instead of
-    refusing connections until they have loaded (`python -m search.api` does; `--load-first` not).
-    `api_keys`: the keys file (`search.api_keys`); None lets every request in."""
-
-    index_dir: Path
-    db_url: str | None = None
-    rerank_model: str | None = None
-    rerank: bool | None = None
-    similarity_model: str | None = None
-    poll_seconds: float = 2.0
-    search_threads: int = 1
-    cors_origins: tuple[str, ...] = ()
-    open_in_background: bool = False
-    api_keys: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "index_dir", Path(self.index_dir))
-        if self.api_keys is not None:
-            object.__setattr__(self, "api_keys", str(self.api_keys))
-        object.__setattr__(self, "cors_origins", tuple(self.cors_origins))
-        for origin in self.cors_origins:
-            if origin != "*" and not re.fullmatch(r"https?://[^/\s]+", origin):
-                raise ValueError(f"CORS origin {origin!r} is not an origin; give scheme and host (and port), "
-                                 "e.g. https://intranet.example.org or http://localhost:3000, with no path.")
-        if not (math.isfinite(self.poll_seconds) and self.poll_seconds > 0):
-            raise ValueError(f"poll_seconds ({self.poll_seconds}) must be a positive number of seconds.")
-        if self.search_threads < 1:
-            raise ValueError(f"search_threads ({self.search_threads}) must be at least 1.")
-
-    def to_json(self) -> str:
-        return json.dumps({**dataclasses.asdict(self), "index_dir": str(self.index_dir)})
-
-    @classmethod
-    def from_json(cls, text: str) -> ApiConfig:
-        return cls(**json.loads(text))
-
-
-def reranker_setting(config: ApiConfig) -> str | None:
-    """--rerank-model, else SEMSEARCH_RERANKER (as the app reads it), else None for the shipped one."""
-    if config.rerank_model is not None:
-        return config.rerank_model
-    return settings.reranker()
-
-
-# --- the service: one Searcher per worker, opened when the index exists ------------------------
-
-
-class Service:
-    """The Searcher a worker answers from, and how it came to be (or why it is not there yet).
-
-    A service started before its index exists answers 503 and looks for a committed build every
-    `poll_seconds` in a background thread, then loads it: no restart, and no request ever waits
-    for the model to load.
-    """
-
-    def __init__(self, config: ApiConfig, choice: RerankerChoice, reranker: Reranker | None) -> None:
-        self.config = config
-        self.choice = choice
-        self.reranker = reranker
-        self._searcher: Searcher | None = None
-        self._model_label = ""
-        self._problem: Exception | None = None
-        self._failed: tuple[str, Exception] | None = None  # (build id, why) of a search that could not be answered
-        self._open_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
-        self._opening = False  # the background open of `open_in_background` is running
-        self.limiter: anyio.CapacityLimiter | None = None  # made in the event loop, at startup
-        # Called with every search's result (the metrics observe its stage timings).
-        self.searched: Callable[[SearchResult], None] = lambda result: None
-
-    @classmethod
-    def start(cls, config: ApiConfig) -> Service:
-        """Decide on the reranker (`resolve_reranker`, the CLI's and the app's rule) and load it, now
-        or, with `open_in_background`, in `open_in_background` (a bad setting still fails here)."""
-        choice = resolve_reranker(config.rerank, reranker_setting(config))
-        return cls(config, choice, None if config.open_in_background else choice.load())
-
-    @property
-    def opening(self) -> bool:
-        return self._opening
-
-    def open_in_background(self) -> None:
-        """Load the reranker and open the index in a thread while the server already answers (503,
-        "loading", until done); then look for the index as `watch` does when it is not there yet."""
-        self._opening = True
-
-        def run() -> None:
-            try:
-                if self.reranker is None:
-                    self.reranker = self.choice.load()
-            except (OSError, ValueError) as err:  # the reranker folder: said by /health and each search
-                logger.error("The reranker cannot be loaded: %s", err)
-                self._problem = err
-                self._opening = False
-                return
-            opened = self.try_open()
-            self._opening = False
-            if self._stop.is_set():  # the server stopped while this loaded: release what it opened
-                self.close()
-                return
-            if opened is None:
-                if isinstance(self._problem, IndexNotFoundError):
-                    logger.warning("%s The service answers 503 until then.", self._problem)
-                self.watch()
-
-        threading.Thread(target=run, name="semsearch-open", daemon=True).start()
-
-    def public(self, text: str) -> str:
-        """`text` without the paths and the database URL this server runs with (`redact`): answers
-        name "<index>", "<database>" and "<reranker>" instead; the log keeps them."""
-        named: dict[str, str] = {}
-        for folder, stand_in in ((self.config.index_dir, "<index>"), (self.choice.path, "<reranker>")):
-            if folder is not None:
-                for shown in {str(folder), str(Path(folder).resolve()), str(Path(folder).expanduser())}:
-                    named[shown] = stand_in
-        for url in (self.config.db_url, settings.db_url()):
-            if url:
-                named[url] = "<database>"
-                named[shown_url(url)] = "<database>"
-        return redact(text, named)
-
-    @property
-    def ready(self) -> bool:
-        return self._searcher is not None
-
-    def failed(self, searcher: Searcher, err: Exception) -> None:
-        """A search of `searcher` could not be answered (a damaged SQL store): /health says so
-        until a search succeeds or another build is served."""
-        try:
-            build_id = searcher.stats().build_id
-        except IndexerError:
-            build_id = ""
-        self._failed = (build_id, err)
-
-    def answered(self) -> None:
-        self._failed = None
-
-    def failure(self) -> Exception | None:
-        """Why searches fail now: the last failure, while the build it happened on is still served."""
-        failed, searcher = self._failed, self._searcher
-        if failed is None or searcher is None:
-            return None
-        try:
-            current = searcher.stats().build_id
-        except IndexerError as err:
-            return err
-        return failed[1] if current == failed[0] else None
-
-    @property
-    def problem(self) -> Exception | None:
-        """Why the index is not open: IndexNotFoundError before the first build, else what failed."""
-        return None if self._searcher is not None else self._problem
-
-    def try_open(self) -> Searcher | None:
-        """Open the index if it has a committed build; None (and `problem` says why) if not."""
-        with self._open_lock:
-            if self._searcher is not None:
-                return self._searcher
-            try:
-                searcher = Searcher(self.config.index_dir, db_url=self.config.db_url, reranker=self.reranker,
-                                    rerank_by_default=self.choice.enabled and self.reranker is not None)
-            except (IndexerError, ValueError) as err:  # ValueError: a database URL without its password
-                if str(err) != str(self._problem) and not isinstance(err, IndexNotFoundError):
-                    logger.warning("The index cannot be opened: %s", err)
-                self._problem = err
-                return None
-            self._model_label = searcher.stats().model_label
-            self._searcher = searcher
-            self._problem = None
-            logger.info("Serving %s (%s)", self.config.index_dir, self._model_label)
-            return searcher
-
-    def watch(self) -> None:
-        """Look for the index in the background until it opens or the service stops."""
-        if self._searcher is not None or self._watcher is not None:
-            return
-
-        def loop() -> None:
-            while not self._stop.wait(self.config.poll_seconds):
-                if self.try_open() is not None:
-                    return
-
-        self._watcher = threading.Thread(target=loop, name="semsearch-index-watcher", daemon=True)
-        self._watcher.start()
-
-    def searcher(self) -> Searcher:
-        searcher = self._searcher
-        if searcher is None:
-            raise self.unavailable(self._problem)
-        return searcher
-
-    def unavailable(self, err: Exception | None) -> ApiError:
-        if self._opening:
-            return ApiError(503, "loading", "The index and its models are loading; ask again in a moment.",
-                            {"Retry-After": "1"})
-        retry = str(max(1, math.ceil(self.config.poll_seconds)))
-        if err is None or isinstance(err, IndexNotFoundError):
-            found = str(err) if err is not None else "No index is open yet."
-            detail = f"{found} The service loads it as soon as a build commits; no restart needed."
-            return ApiError(503, "no_index", self.public(detail), {"Retry-After": retry})
-        return ApiError(503, "index_unavailable", self.public(f"The index cannot be read: {err}"),
-                        {"Retry-After": retry})
-
-    def similarity_model(self) -> tuple[Any, str]:
-        """The index's bi-encoder once an index is open, else `config.similarity_model` (the default)."""
-        if self._searcher is not None:
-            return self._searcher.model, self._model_label
-        from indexer.embedding import load_bi_encoder
-        from indexer.model_spec import ModelSpec
-
-        spec = ModelSpec.resolve(self.config.similarity_model)
-        return load_bi_encoder(spec), spec.label
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._watcher is not None:
-            self._watcher.join(timeout=5)
-        with self._open_lock:
-            if self._searcher is not None:
-                self._searcher.close()
-                self._searcher = None
-
-
-async def _in_thread(service: Service, call: Callable[[], Any]) -> Any:
-    """Run model work in a worker thread, `search_threads` at a time; the rest wait without a thread."""
-    return await anyio.to_thread.run_sync(call, limiter=service.limiter)
-
-
-# --- what each route answers -------------------------------------------------------------------
-
-
-def health_of(service: Service) -> HealthResponse:
-    """`index` is "ready" only while a search can be answered: an open index whose last search
-    failed (a damaged SQL store) is "unreadable", with the reason, until a newer build is served."""
-    problem = service.problem
-    if service.opening:
-        return HealthResponse(status="ok", index="loading", detail="The index and its models are loading.")
-    if service.ready:
-        failure = service.failure()
-        if failure is None:
-            return HealthResponse(status="ok", index="ready", detail=None)
-        return HealthResponse(status="ok", index="unreadable", detail=service.public(str(failure)))
-    state: Literal["missing", "unreadable"] = (
-        "missing" if problem is None or isinstance(problem, IndexNotFoundError) else "unreadable")
-    return HealthResponse(status="ok", index=state, detail=None if problem is None else service.public(str(problem)))
-
-
-def stats_of(service: Service) -> StatsResponse:
-    searcher = service.searcher()
-    try:
-        figures = searcher.stats()
-    except IndexerError as err:
-        raise service.unavailable(err) from err
-    return StatsResponse(
-        documents=figures.documents, passages=figures.passages, model=service.public(figures.model),
-        model_label=figures.model_label, dimension=figures.dimension, index_type=figures.vector_index,
-        recall_at_10=figures.recall_at_10, delta_segments=figures.delta_segments,
-        modes=list(searcher.modes), built_at=figures.built_at, build_seconds=figures.build_seconds,
-        build_id=figures.build_id,
-        reranker=None if service.reranker is None else Path(str(service.choice.path)).name,
-        rerank_default=searcher.rerank_by_default,
-        building=None if (progress := searcher.build_progress()) is None
-        else BuildProgressOut(done=progress[0], total=progress[1]),
-    )
-
-
-def params_of(request: SearchFields) -> SearchParams:
-    """The `SearchParams` of a request's fields. keep_tail: a k above `candidates` (which the schema
-    allows) returns k hits, the top `candidates` of them reranked, not a 400."""
-    return SearchParams(k=request.k, offset=request.offset, mode=request.mode, rerank=request.rerank,
-                        candidates=request.candidates, fusion=request.fusion, fusion_weight=request.fusion_weight,
-                        filter=request.filter, keep_tail=True, min_relevance=request.min_relevance)
-
-
-async def answer(service: Service, search: Callable[[Searcher, SearchParams], Any], request: SearchFields) -> Any:
-    """Run `search(searcher, params)` in a worker thread, turning what it raises into the API's
-    errors; what it returned, with fallback reasons redacted."""
-    searcher = service.searcher()
-    try:
-        params = params_of(request)
-        searcher.reranks(params)
-        found = await _in_thread(service, functools.partial(search, searcher, params))
-    except NoRerankerError as err:
-        raise ApiError(400, "no_reranker", (
-            "rerank=true needs a reranker, and this server has none. Start it with "
-            "--rerank-model PATH (or SEMSEARCH_RERANKER=PATH), or search with rerank=false.")) from err
-    except IndexerError as err:  # before ValueError: IndexMismatchError is both
-        service.failed(searcher, err)
-        raise service.unavailable(err) from err
-    except (ValueError, TypeError) as err:  # the Searcher's own checks
-        raise ApiError(400, "bad_request", service.public(str(err))) from err
-    service.answered()
-    return found
-
-
-def public_result(service: Service, result: SearchResult) -> SearchResult:
-    if result.fallback_reason is None:
-        return result
-    return dataclasses.replace(result, fallback_reason=service.public(result.fallback_reason))
-
-
-async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
-    result = await answer(service, lambda searcher, params: searcher.search_detailed(request.q, params), request)
-    service.searched(result)
-    return search_response(request.q, request, public_result(service, result))
-
-
-async def search_batch_with(service: Service, request: SearchBatchRequest) -> SearchBatchResponse:
-    results = await answer(service, lambda searcher, params: searcher.search_batch(request.queries, params), request)
-    for result in results:
-        service.searched(result)
-    return SearchBatchResponse(results=[search_response(query, request, public_result(service, result))
-                                        for query, result in zip(request.queries, results, strict=True)])
-
-
-def refuse_unknown_parameters(http: Request) -> None:
-    """A query parameter GET /search does not know is a 422, as an unknown field of POST is:
-    a misspelt `mdoe=bm25` must not silently search in the default mode."""
-    unknown = sorted(set(http.query_params) - set(SearchRequest.model_fields) | ({"filter"} & set(http.query_params)))
-    if unknown:
-        raise RequestValidationError([
-            {"type": "extra_forbidden", "loc": ("query", name), "input": http.query_params[name],
-             "msg": "A filter is a JSON object: send it in the body of POST /search" if name == "filter"
-             else "Extra inputs are not permitted"} for name in unknown])
-
-
-def search_response(query: str, request: SearchFields, result: SearchResult) -> SearchResponse:
-    timings = result.timings
-    terms = query_terms(query)
-    return SearchResponse(
-        query=query, k=request.k, offset=request.offset, mode=result.mode, fallback_reason=result.fallback_reason,
-        relevance_note=result.relevance_note,
-        reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
-        timings=TimingsOut(
-            encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
-            rerank_ms=timings.rerank_s * 1000, total_ms=timings.total_s * 1000,
-        ),
-        hits=[
-            HitOut(
-                rank=rank, doc_id=hit.doc_id, title=hit.title, text=hit.text,
-                start_char=hit.start_char, end_char=hit.end_char, score=hit.score,
-                retriever_score=hit.retriever_score, rerank_score=hit.rerank_score,
-                metadata=dict(hit.metadata), source=hit.source, location=LocationOut(**hit.location.to_dict()),
-                merged=list(hit.merged), relevance=hit.relevance,
-                matches=[MatchOut(start=m.start, end=m.end, term=m.term) for m in find_matches(hit.text, terms)],
-            )
-            for rank, hit in enumerate(result.hits, start=request.offset + 1)
-        ],
-    )
-
-
-async def similarity_with(service: Service, request: SimilarityRequest) -> SimilarityResponse:
-    pair = isinstance(request.a, str)
-    a = cast(list[str], [request.a] if pair else request.a)
-    b = cast(list[str], [request.b] if pair else request.b)
-
-    def compute() -> tuple[list[list[float | None]], str, list[str]]:
-        model, label = service.similarity_model()
-        bad_a, bad_b = set(unreadable_sentences(a, model)), set(unreadable_sentences(b, model))
-        rows = [i for i in range(len(a)) if i not in bad_a]
-        cols = [j for j in range(len(b)) if j not in bad_b]
-        matrix: list[list[float | None]] = [[None] * len(b) for _ in a]
-        if rows and cols:
-            scores = similarity_matrix([a[i] for i in rows], [b[j] for j in cols], model=model)
-            for r, i in enumerate(rows):
-                for c, j in enumerate(cols):
-                    matrix[i][j] = float(scores[r, c])
-        return matrix, label, [f"a[{i}]" for i in sorted(bad_a)] + [f"b[{j}]" for j in sorted(bad_b)]
-
-    try:
-        matrix, label, unreadable = await _in_thread(service, compute)
-    except IndexerError as err:
-        raise service.unavailable(err) from err
-    except (ValueError, TypeError) as err:  # the similarity functions' own checks, in the request's own names
-        message = str(err).replace("sentences_a", "a").replace("sentences_b", "b")
-        raise ApiError(400, "bad_request", service.public(message)) from err
-    return SimilarityResponse(model=label, matrix=matrix, score=matrix[0][0] if pair else None,
-                              unreadable=unreadable)
-
-
-def figures_of(service: Service) -> tuple[str, str, bool, Any]:
-    """What /metrics reads when scraped: (collection name, index state as /health says it, whether
-    the model has loaded, the newest build's figures or None)."""
-    state = health_of(service).index
-    searcher = service._searcher if service.ready else None
-    stats = None
-    if searcher is not None:
-        with contextlib.suppress(IndexerError):
-            stats = searcher.stats()
-    return service.config.index_dir.name, state, bool(searcher is not None and searcher.model_loaded), stats
-
 
 def guard(keys: ApiKeys | None, need: str) -> list[Any]:
     """The route dependencies that let in only a request whose bearer key has scope `need`
@@ -526,50 +143,90 @@ def guard(keys: ApiKeys | None, need: str) -> list[Any]:
 # --- the app ----------------------------------------------------------------------------------
 
 
-def _lifespan(service: Service, config: ApiConfig) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+def shared_reranker(choice: RerankerChoice, loaded: Reranker | None) -> Callable[[], Reranker | None]:
+    """`choice.load`, run once for every collection: the first caller loads, the others wait for it."""
+    lock = threading.Lock()
+    box: list[Reranker | None] = [loaded]
+
+    def load() -> Reranker | None:
+        with lock:
+            if box[0] is None and choice.path is not None:
+                box[0] = choice.load()
+            return box[0]
+
+    return load
+
+
+def open_collection(service: Service, folder: Path) -> None:
+    """Open a collection made or found after startup: one with a build in the background (503
+    "loading" meanwhile); a new one, with nothing to load, at once (answering 503 "no_index"
+    until its first write commits)."""
+    if (folder / MANIFEST).is_file():
+        service.open_in_background()
+    elif service.try_open() is None:
+        service.watch()
+
+
+async def _open_at_start(service: Service, config: ApiConfig) -> None:
+    if config.open_in_background:
+        service.open_in_background()
+    elif await anyio.to_thread.run_sync(service.try_open) is None:
+        if isinstance(service.problem, IndexNotFoundError):  # try_open logged any other problem
+            logger.warning("%s The service answers 503 until then.", service.problem)
+        service.watch()
+
+
+def _lifespan(collections: Collections, config: ApiConfig,
+              started: dict[str, Any]) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        service.limiter = anyio.CapacityLimiter(config.search_threads)
-        if config.open_in_background:
-            service.open_in_background()
-        elif await anyio.to_thread.run_sync(service.try_open) is None:
-            if isinstance(service.problem, IndexNotFoundError):  # try_open logged any other problem
-                logger.warning("%s The service answers 503 until then.", service.problem)
-            service.watch()
+        started["limiter"] = anyio.CapacityLimiter(config.search_threads)  # one for every collection
+        for collection in collections.scan():
+            collection.service.limiter = started["limiter"]
+            await _open_at_start(collection.service, config)
         try:
             yield
         finally:
-            await anyio.to_thread.run_sync(service.close)
+            started.pop("limiter", None)
+            await anyio.to_thread.run_sync(collections.close)
 
     return lifespan
 
 
-def _new_app(service: Service, config: ApiConfig, keys: ApiKeys | None, metrics: ApiMetrics) -> FastAPI:
+def _new_app(collections: Collections, config: ApiConfig, keys: ApiKeys | None, metrics: ApiMetrics,
+             started: dict[str, Any]) -> FastAPI:
     # /docs and /redoc from assets in a package, not a CDN: no machine here reaches one, and a
     # service behind a firewall is the same. fastapi-offline was chosen over swagger-ui-bundle,
     # whose Swagger UI 4.15 cannot render the OpenAPI 3.1 schema FastAPI writes (5.x can).
     app = FastAPIOffline(
         title="semsearch",
-        summary="Semantic search over one index: the same Searcher as the CLI and the app. Read-only.",
+        summary="Semantic search over collections of documents: the same Searcher and build loop as the CLI "
+                "and the app.",
         description=(
             f"Limits: a query or sentence holds at most {MAX_QUERY_CHARS} characters; `k` and "
             f"`candidates` lie in 1..{MAX_K}; a similarity list holds at most "
-            f"{MAX_SIMILARITY_SENTENCES} sentences; a request body at most {MAX_BODY_BYTES} bytes, "
+            f"{MAX_SIMILARITY_SENTENCES} sentences; a write at most {MAX_WRITE_DOCUMENTS} documents; a "
+            f"request body at most {MAX_BODY_BYTES} bytes, "
             f"a URL {MAX_URL_BYTES} (414) and the headers {MAX_HEADER_BYTES} (431). An unknown field "
             "or query parameter is a 422. "
             "Errors are JSON: `{\"error\": code, \"detail\": what was wrong and the fix}`. "
-            "503 while no index has been built; indexing is `python -m indexer build`'s job."
+            "503 while a collection has no build yet, or while another build holds a write's lock "
+            f"longer than {config.write_wait_seconds:g} s (with Retry-After). A 200 to a write means "
+            "it has committed."
         ),
         version="1",
-        lifespan=_lifespan(service, config),
+        lifespan=_lifespan(collections, config, started),
         responses={
-            400: {"model": ErrorResponse}, 413: {"model": ErrorResponse}, 414: {"model": ErrorResponse},
+            400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
+            413: {"model": ErrorResponse}, 414: {"model": ErrorResponse},
             422: {"model": ErrorResponse}, 431: {"model": ErrorResponse}, 503: {"model": ErrorResponse},
         },
     )
     if keys is not None:  # declared only where they can happen: a service without keys never answers them
         app.router.responses.update({401: {"model": ErrorResponse}, 403: {"model": ErrorResponse}})
-    app.state.service = service
+    single = collections.single
+    app.state.service = None if single is None else single.service
+    app.state.collections = collections
     generate = app.openapi
 
     def openapi() -> dict:
@@ -580,33 +237,74 @@ def _new_app(service: Service, config: ApiConfig, keys: ApiKeys | None, metrics:
     app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
     if config.cors_origins:  # off by default: a browser page elsewhere may not read the answers
-        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
-                           allow_headers=["Content-Type"], max_age=600)
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins),
+                           allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_headers=["Content-Type", "Authorization"], max_age=600)
     app.add_middleware(RequestHeadLimit)  # refuses before anything reads the request
     app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: counts every answer, refusals too
     install_error_handlers(app)
     return app
 
 
+def _collections(config: ApiConfig, metrics: Callable[[], ApiMetrics], started: dict[str, Any]) -> Collections:
+    """The service's collections, each with its own Service; the reranker and the models shared."""
+    choice = resolve_reranker(config.rerank, reranker_setting(config))
+    loaded = None if config.open_in_background else choice.load()
+    reranker_source = shared_reranker(choice, loaded)
+    models = SharedModels()  # becomes the collections' own, below
+
+    def make_service(folder: Path, settings: CollectionSettings) -> Service:
+        own = dataclasses.replace(config, index_dir=folder, root=None, db_url=settings.db_url or config.db_url)
+        service = Service(own, choice, loaded)
+        service.reranker_source, service.models = reranker_source, models
+        service.searched = lambda result: metrics().observe_search(result)
+        if "limiter" in started:  # made or found while the server runs
+            service.limiter = started["limiter"]
+            open_collection(service, folder)
+        return service
+
+    collections = Collections(config.root, config.index_dir, make_service, models)
+    return collections
+
+
+def the_index(collections: Collections) -> Service:
+    """The one index of `--index DIR`, which the paths without a collection answer from."""
+    single = collections.single
+    if single is None:
+        raise ApiError(404, "collection_required", "This service serves collections (--root): name one, as in "
+                       "/collections/{name}/search; GET /collections lists them.")
+    return single.service
+
+
 def create_app(config: ApiConfig) -> FastAPI:
-    """The FastAPI app over `config.index_dir`; the reranker is loaded here, the index at startup.
-    Each route only hands its request to the function above that answers it."""
-    service = Service.start(config)
+    """The FastAPI app over `config.index_dir` (or every collection under `config.root`); the
+    reranker is loaded here, the indexes at startup. Each route only hands its request to the
+    function above that answers it."""
+    started: dict[str, Any] = {}
+    holder: list[ApiMetrics] = []
+    collections = _collections(config, lambda: holder[0], started)
     keys = ApiKeys.load(config.api_keys) if config.api_keys else None
-    metrics = ApiMetrics(lambda: figures_of(service))
-    service.searched = metrics.observe_search
-    app = _new_app(service, config, keys, metrics)
-    reader = guard(keys, "read")
+    metrics = ApiMetrics(lambda: [figures_of(c.name, c.service) for c in collections.scan()])
+    holder.append(metrics)
+    app = _new_app(collections, config, keys, metrics, started)
+    _index_routes(app, collections, guard(keys, "read"), metrics)
+    _collection_routes(app, collections, guard(keys, "read"), guard(keys, "write"))
+    _document_routes(app, collections, config, guard(keys, "read"), guard(keys, "write"), metrics)
+    return app
+
+
+def _index_routes(app: FastAPI, collections: Collections, reader: list[Any], metrics: ApiMetrics) -> None:
+    """The paths of the one index of `--index DIR` (404 collection_required with --root)."""
 
     @app.get("/health", response_model=HealthResponse)
     async def health() -> HealthResponse:
         """Always 200 while the process runs; `index` says whether searches can be answered."""
-        return health_of(service)
+        return health_of_service(collections)
 
     @app.get("/stats", response_model=StatsResponse, dependencies=reader)
     def stats() -> StatsResponse:
         """The figures of the newest committed build (one small SQL read checks for a newer one)."""
-        return stats_of(service)
+        return stats_of(the_index(collections))
 
     @app.get("/search", response_model=SearchResponse, dependencies=reader)
     async def search_get(
@@ -624,36 +322,123 @@ def create_app(config: ApiConfig) -> FastAPI:
     ) -> SearchResponse:
         """The k best documents for `q`, each with its best passage; the same fields as POST."""
         refuse_unknown_parameters(http)
-        return await search_with(service, SearchRequest.model_construct(
+        return await search_with(the_index(collections), SearchRequest.model_construct(
             q=q, k=k, offset=offset, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
             fusion_weight=fusion_weight, min_relevance=min_relevance))
 
     @app.post("/search", response_model=SearchResponse, dependencies=reader)
     async def search_post(request: SearchRequest) -> SearchResponse:
         """The k best documents for `q`, each with its best passage, the mode that ran and timings."""
-        return await search_with(service, request)
+        return await search_with(the_index(collections), request)
 
     @app.post("/search/batch", response_model=SearchBatchResponse, dependencies=reader)
     async def search_batch(request: SearchBatchRequest) -> SearchBatchResponse:
         """Up to MAX_BATCH_QUERIES queries with the same fields, encoded in one batch: one answer
         each, as POST /search gives it."""
-        return await search_batch_with(service, request)
+        return await search_batch_with(the_index(collections), request)
 
     @app.post("/similarity", response_model=SimilarityResponse, dependencies=reader)
     async def similarity(request: Annotated[SimilarityRequest, Body()]) -> SimilarityResponse:
         """Cosine similarity of two sentences, or the len(a) x len(b) matrix of two lists."""
-        return await similarity_with(service, request)
+        return await similarity_with(the_index(collections), request)
 
     @app.get("/metrics", dependencies=reader, response_class=Response,
              responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
                               "description": "Prometheus text format (docs/api.md lists the metrics)"}})
     def prometheus_metrics() -> Response:
         """The service's metrics for Prometheus: requests and their latency by route and status,
-        search stage timings, and per collection its documents, passages, build and model state."""
+        search stage timings, writes, and per collection its documents, passages, build and model state."""
         body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
 
-    return app
+
+CollectionName = Annotated[str, FastApiPath(description=COLLECTION_NAME_RULE, pattern=COLLECTION_NAME)]
+
+
+def _collection_routes(app: FastAPI, collections: Collections, reader: list[Any], writer: list[Any]) -> None:
+    """GET /collections, PUT and DELETE /collections/{name}, and each collection's searches."""
+
+    @app.get("/collections", response_model=CollectionsResponse, dependencies=reader)
+    def list_collections() -> CollectionsResponse:
+        """Every collection, with its state and the figures of its newest build."""
+        return CollectionsResponse(collections=[collection_out(c) for c in collections.scan()])
+
+    @app.put("/collections/{name}", response_model=CollectionOut, status_code=201, dependencies=writer,
+             responses={200: {"model": CollectionOut, "description": "it exists already, with these settings"}})
+    async def put_collection(name: CollectionName, body: CollectionSettingsIn, response: Response) -> CollectionOut:
+        """Create a collection (201; 200 when it exists with the same settings). It is searchable
+        once its first documents are written. 409 with --index, or with other settings."""
+        collection, made = await anyio.to_thread.run_sync(create_collection, collections, name, body)
+        response.status_code = 201 if made else 200
+        return collection_out(collection)
+
+    @app.delete("/collections/{name}", status_code=204, response_class=Response, dependencies=writer)
+    async def delete_collection(name: CollectionName) -> Response:
+        """Delete a collection and its folder, once the requests using it have finished."""
+        await anyio.to_thread.run_sync(collections.remove, name)
+        return Response(status_code=204)
+
+    @app.get("/collections/{name}/stats", response_model=StatsResponse, dependencies=reader)
+    def collection_stats(name: CollectionName) -> StatsResponse:
+        """The figures of the collection's newest committed build."""
+        with collections.get(name).use() as collection:
+            return stats_of(collection.service)
+
+    @app.post("/collections/{name}/search", response_model=SearchResponse, dependencies=reader)
+    async def collection_search(name: CollectionName, request: SearchRequest) -> SearchResponse:
+        """POST /search over this collection."""
+        with collections.get(name).use() as collection:
+            return await search_with(collection.service, request)
+
+    @app.post("/collections/{name}/search/batch", response_model=SearchBatchResponse, dependencies=reader)
+    async def collection_search_batch(name: CollectionName, request: SearchBatchRequest) -> SearchBatchResponse:
+        """POST /search/batch over this collection."""
+        with collections.get(name).use() as collection:
+            return await search_batch_with(collection.service, request)
+
+    @app.post("/collections/{name}/similarity", response_model=SimilarityResponse, dependencies=reader)
+    async def collection_similarity(name: CollectionName,
+                                    request: Annotated[SimilarityRequest, Body()]) -> SimilarityResponse:
+        """POST /similarity with this collection's model."""
+        with collections.get(name).use() as collection:
+            return await similarity_with(collection.service, request)
+
+
+def _document_routes(app: FastAPI, collections: Collections, config: ApiConfig, reader: list[Any],
+                     writer: list[Any], metrics: ApiMetrics) -> None:
+    """A collection's documents: written, read back, deleted. Writes run in worker threads."""
+    wait = config.write_wait_seconds
+
+    async def written(name: str, write: Callable[[Collection], WriteResponse]) -> WriteResponse:
+        with collections.get(name).use() as collection:
+            answer = await anyio.to_thread.run_sync(write, collection)
+        metrics.count_writes(name, write_counts(answer))
+        return answer
+
+    @app.post("/collections/{name}/documents", response_model=WriteResponse, dependencies=writer)
+    async def post_documents(name: CollectionName, request: DocumentsRequest) -> WriteResponse:
+        """Add new documents, replace changed ones, leave unchanged ones alone; 200 once committed."""
+        return await written(name, lambda c: write_documents(c, request, collections.models, config.default_model,
+                                                             wait))
+
+    @app.post("/collections/{name}/documents/delete", response_model=WriteResponse, dependencies=writer)
+    async def delete_many(name: CollectionName, request: DeleteDocumentsRequest) -> WriteResponse:
+        """Delete documents by ids, or every one a metadata filter matches; 200 once committed."""
+        return await written(name, lambda c: delete_request(c, request, wait))
+
+    @app.get("/collections/{name}/documents/{doc_id:path}", response_model=DocumentOut, dependencies=reader)
+    async def get_document(name: CollectionName, doc_id: str) -> DocumentOut:
+        """The committed document and its passages."""
+        with collections.get(name).use() as collection:
+            return await anyio.to_thread.run_sync(read_document, collection, doc_id)
+
+    @app.delete("/collections/{name}/documents/{doc_id:path}", response_model=WriteResponse, dependencies=writer)
+    async def delete_one(name: CollectionName, doc_id: str) -> WriteResponse:
+        """Delete one document; 404 when the collection holds none with this id."""
+        answer = await written(name, lambda c: delete_documents(c, [doc_id], wait))
+        if answer.not_found:
+            raise ApiError(404, "no_document", f"Collection {name!r} holds no document {doc_id[:200]!r}.")
+        return answer
 
 
 def app_from_env() -> FastAPI:
@@ -667,7 +452,15 @@ def app_from_env() -> FastAPI:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m search.api", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--index", type=Path, required=True, help="the index folder to serve (it may not exist yet)")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--index", type=Path, help="the index folder to serve (it may not exist yet)")
+    where.add_argument("--root", type=Path, help="serve every index folder under ROOT as a collection, and "
+                       "create and delete collections there over HTTP (/collections)")
+    parser.add_argument("--default-model", default=None, metavar="PATH",
+                        help="the model of a collection created without one (default: all-MiniLM-L6-v2)")
+    parser.add_argument("--write-wait", type=float, default=DEFAULT_WRITE_WAIT_S, metavar="SECONDS",
+                        help="how long a write waits while another build holds its collection's lock, "
+                        f"then answers 503 with Retry-After (default {DEFAULT_WRITE_WAIT_S:g})")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=1,
@@ -709,7 +502,8 @@ def main(argv: list[str] | None = None) -> int:
                              "--api-keys FILE (lines 'read KEY' / 'write KEY'), or --insecure-no-auth to "
                              "serve without keys, or --host 127.0.0.1.")
         config = ApiConfig(
-            index_dir=args.index, db_url=args.db, rerank_model=args.rerank_model, rerank=args.rerank,
+            index_dir=args.index, root=args.root, default_model=args.default_model,
+            write_wait_seconds=args.write_wait, db_url=args.db, rerank_model=args.rerank_model, rerank=args.rerank,
             poll_seconds=args.poll_seconds, search_threads=args.search_threads,
             cors_origins=tuple(args.cors_origin), open_in_background=not args.load_first,
             api_keys=None if keys is None else str(keys.resolve()),

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from search.api_collection_models import COLLECTION_NAME_RULE
 from search.api_models import (
     MAX_BODY_BYTES,
     MAX_HEADER_BYTES,
@@ -71,7 +72,7 @@ def _validation_body(exc: RequestValidationError) -> dict[str, Any]:
         loc = ".".join(str(part) for part in err.get("loc", ()) if part not in UNION_TAGS)
         msg = err.get("msg", "invalid value")
         if err.get("type") == "string_pattern_mismatch":
-            msg = "should hold some words, not only whitespace"
+            msg = COLLECTION_NAME_RULE if loc == "path.name" else "should hold some words, not only whitespace"
         if "input" in err and err.get("type") not in ("missing", "json_invalid") and not isinstance(
             err["input"], dict
         ):

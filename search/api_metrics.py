@@ -16,7 +16,9 @@ What it exports (names and labels are a contract for dashboards; docs/api.md lis
   `semsearch_collection_passages` and `semsearch_collection_info{build_id, model, index_type}`
   per `collection` (the index folder's name), and `semsearch_index_state{collection, state}`
   (1 for the state /health reports: loading, ready, missing or unreadable) with
-  `semsearch_model_loaded{collection}`.
+  `semsearch_model_loaded{collection}`, for every collection the service serves.
+- `semsearch_writes_total{collection, op}`: documents written over HTTP and committed, by op:
+  added, updated, unchanged (sent again as stored: left alone), deleted.
 
 With `--workers N`, `python -m search.api` points PROMETHEUS_MULTIPROC_DIR at a fresh folder
 before the workers start, and every worker's counters and histograms are summed into each
@@ -51,42 +53,46 @@ INDEX_STATES = ("loading", "ready", "missing", "unreadable")
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
-class CollectionFigures(Collector):
-    """The gauges read when scraped: `figures()` returns (collection, state, model loaded,
-    stats or None), stats having documents, passages, build_id, model_label and vector_index."""
+Figures = tuple[str, str, bool, Any]
 
-    def __init__(self, figures: Callable[[], tuple[str, str, bool, Any]]) -> None:
+
+class CollectionFigures(Collector):
+    """The gauges read when scraped: `figures()` returns, for every collection, (its name, state,
+    model loaded, stats or None), stats having documents, passages, build_id, model_label and
+    vector_index."""
+
+    def __init__(self, figures: Callable[[], list[Figures]]) -> None:
         self.figures = figures
 
     def collect(self) -> Iterator[Any]:
-        name, state, model_loaded, stats = self.figures()
+        every = self.figures()
         states = GaugeMetricFamily("semsearch_index_state", "1 for the state /health reports for the index",
                                    labels=["collection", "state"])
-        for each in INDEX_STATES:
-            states.add_metric([name, each], 1.0 if each == state else 0.0)
-        yield states
         loaded = GaugeMetricFamily("semsearch_model_loaded", "1 once the index's bi-encoder has loaded",
                                    labels=["collection"])
-        loaded.add_metric([name], 1.0 if model_loaded else 0.0)
-        yield loaded
-        if stats is None:
-            return
-        for metric, value, text in (("documents", stats.documents, "documents in the newest build"),
-                                    ("passages", stats.passages, "passages in the newest build")):
-            family = GaugeMetricFamily(f"semsearch_collection_{metric}", text, labels=["collection"])
-            family.add_metric([name], float(value))
-            yield family
+        documents = GaugeMetricFamily("semsearch_collection_documents", "documents in the newest build",
+                                      labels=["collection"])
+        passages = GaugeMetricFamily("semsearch_collection_passages", "passages in the newest build",
+                                     labels=["collection"])
         info = InfoMetricFamily("semsearch_collection", "the newest build: its id, model and vector index",
                                 labels=["collection"])
-        info.add_metric([name], {"build_id": str(stats.build_id), "model": str(stats.model_label),
-                                 "index_type": str(stats.vector_index)})
-        yield info
+        for name, state, model_loaded, stats in every:
+            for each in INDEX_STATES:
+                states.add_metric([name, each], 1.0 if each == state else 0.0)
+            loaded.add_metric([name], 1.0 if model_loaded else 0.0)
+            if stats is None:
+                continue
+            documents.add_metric([name], float(stats.documents))
+            passages.add_metric([name], float(stats.passages))
+            info.add_metric([name], {"build_id": str(stats.build_id), "model": str(stats.model_label),
+                                     "index_type": str(stats.vector_index)})
+        yield from (states, loaded, documents, passages, info)
 
 
 class ApiMetrics:
     """The service's metrics and their registry. One per app: tests build many apps in one process."""
 
-    def __init__(self, figures: Callable[[], tuple[str, str, bool, Any]]) -> None:
+    def __init__(self, figures: Callable[[], list[Figures]]) -> None:
         self.registry = CollectorRegistry()
         multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         own = None if multiprocess else self.registry  # multi-process values live in files, summed at scrape
@@ -96,6 +102,9 @@ class ApiMetrics:
                                  ["route", "method"], buckets=BUCKETS, registry=own)
         self.stages = Histogram("semsearch_search_stage_seconds", "time of each stage of a search",
                                 ["stage"], buckets=BUCKETS, registry=own)
+        self.writes = Counter("semsearch_writes", "documents written over HTTP, by collection and op: "
+                              "added, updated, unchanged (sent again as stored), deleted",
+                              ["collection", "op"], registry=own)
         if multiprocess:
             from prometheus_client import multiprocess as mp
 
@@ -107,6 +116,12 @@ class ApiMetrics:
         for stage, seconds in (("encode", timings.encode_s), ("retrieve", timings.retrieve_s),
                                ("rerank", timings.rerank_s)):
             self.stages.labels(stage).observe(seconds)
+
+    def count_writes(self, collection: str, counts: dict[str, int]) -> None:
+        """Count one committed write's documents, by op."""
+        for op, count in counts.items():
+            if count:
+                self.writes.labels(collection, op).inc(count)
 
     def exposition(self) -> tuple[bytes, str]:
         """(the scrape's body, its content type)."""

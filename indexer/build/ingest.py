@@ -33,17 +33,17 @@ from pathlib import Path
 
 import numpy as np
 
+from indexer.build.config import IndexConfig
 from indexer.build.loop import Embedder, commit_in_chunks, interrupted_before_writing, read_source
 from indexer.build.report import BuildReport, ProgressCallback
-from indexer.build.config import IndexConfig
-from indexer.sources.documents import Document, PassageSpan
 from indexer.errors import BadInputError
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
+from indexer.sources.documents import Document, PassageSpan
+from indexer.sources.vector_input import VectorTable, load_vectors, model_dimension
 from indexer.store.plan import Plan
 from indexer.store.records import BuildMeta
 from indexer.store.transaction import WriteTransaction
-from indexer.sources.vector_input import VectorTable, load_vectors, model_dimension
 
 logger = logging.getLogger(__name__)
 

@@ -23,20 +23,20 @@ import logging
 import os
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from indexer.build.report import BuildReport, ProgressCallback
 from indexer.build.config import IndexConfig
-from indexer.sources.documents import Document, InputIssue, PassageSpan
+from indexer.build.report import BuildReport, ProgressCallback
 from indexer.errors import BadInputError, BuildInterrupted
 from indexer.index import Index
-from indexer.store.plan import Plan, Skipped, plan
+from indexer.sources.documents import Document, InputIssue, PassageSpan
 from indexer.sources.readers import read_documents
+from indexer.store.plan import Plan, Skipped, plan
 from indexer.store.records import BuildMeta
 from indexer.store.transaction import WriteTransaction
 
@@ -246,9 +246,11 @@ class BuildLoop:
         config = self.config
         rebuild, first = config.rebuild, True
         size = min(self.embedder.first_commit or config.commit_passages, config.commit_passages)
+        held_lock = False
         try:
             while True:
                 with self.index.transaction(rebuild=rebuild) as tx:
+                    held_lock = True
                     self.meta = self.embedder.settle(tx, self.meta)
                     tx.check_compatible(self.meta)  # before minutes of embedding, not after
                     changes = plan_commit(tx, config, self.documents, self.origin, self.report)
@@ -274,7 +276,8 @@ class BuildLoop:
                 rebuild, first = False, False
                 size = next_commit_size(size, result.passages, config.commit_passages)
         finally:
-            self.index.layout.progress_file.unlink(missing_ok=True)
+            if held_lock:  # a run that never got the lock (another build holds it) leaves that build's file
+                self.index.layout.progress_file.unlink(missing_ok=True)
             if self.bar is not None:
                 self.bar.close()
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from indexer.build.config import DEFAULT_OVERLAP_TOKENS, IndexConfig
 from indexer.build.loop import (
     Embedder,
     commit_in_chunks,
@@ -29,12 +30,11 @@ from indexer.build.loop import (
     read_source,
 )
 from indexer.build.report import BuildReport, ProgressCallback
-from indexer.sources.chunking import left_out, split_into_sections
-from indexer.build.config import DEFAULT_OVERLAP_TOKENS, IndexConfig
-from indexer.sources.documents import Document, PassageSpan
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
+from indexer.sources.chunking import left_out, split_into_sections
+from indexer.sources.documents import Document, PassageSpan
 from indexer.sources.passage_text import (  # noqa: F401  embedded_title: imported from here by tests and benches
     bi_encoder_input,
     embedded_title,

@@ -14,19 +14,18 @@ from tqdm.auto import tqdm
 
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.errors import IndexMismatchError, IndexNotFoundError, IndexUnreadableError
-from indexer.store.faiss_store import VectorStore
 from indexer.index import Index
 from indexer.model_spec import ModelSpec
-from indexer.sources.passage_text import bi_encoder_input
-from indexer.sources.documents import Document
-from indexer.sources.documents import source_file
+from indexer.sources.documents import Document, source_file
 from indexer.sources.outline import outline_of_text
+from indexer.sources.passage_text import bi_encoder_input
 from indexer.sources.readers import content_name, read_labelled_file
 from indexer.store import sql_store
+from indexer.store.faiss_store import VectorStore
 from indexer.store.manifest import read_manifest
+from indexer.store.records import BuildMeta, repair_command
 from indexer.store.schema import passage_checksum
 from indexer.store.transaction import WriteTransaction
-from indexer.store.records import BuildMeta, repair_command
 
 
 @dataclass(frozen=True)

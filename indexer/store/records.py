@@ -113,6 +113,18 @@ class PassageRecord:
 
 
 @dataclass(frozen=True)
+class DocumentRecord:
+    """One stored document, whole, with its passages in order (`Index.document`)."""
+
+    doc_id: str
+    title: str
+    text: str
+    metadata: dict[str, Any]
+    source: str
+    passages: tuple[PassageRecord, ...]
+
+
+@dataclass(frozen=True)
 class IndexSnapshot:
     """One committed build's vectors and BM25 index, loaded together and verified together."""
 

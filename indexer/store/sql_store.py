@@ -505,6 +505,21 @@ def stored_document(session: Session, document_id: int) -> Any:
     ).one()
 
 
+def document_by_key(conn: Connection, key: str) -> Any:
+    """(row id, doc_key, title, text, meta, source) of the document stored under `key`, or None."""
+    return conn.execute(
+        select(DocumentRow.id, DocumentRow.doc_key, DocumentRow.title, DocumentRow.text,
+               DocumentRow.meta.label("meta"), DocumentRow.source)
+        .where(DocumentRow.doc_key == key)
+    ).first()
+
+
+def document_passage_ids(conn: Connection, document_id: int) -> list[int]:
+    """The ids of one document's passages, in their order within it."""
+    return list(conn.execute(select(PassageRow.id).where(PassageRow.document_id == document_id)
+                             .order_by(PassageRow.ordinal)).scalars())
+
+
 def restore_document(session: Session, document_id: int, title: str, text_: str, meta: dict[str, Any]) -> int:
     """Write a document's title, text and metadata back, and each of its passages' text (cut from
     it at the stored offsets) with its checksum; the number of passages rewritten."""

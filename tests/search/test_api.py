@@ -606,10 +606,11 @@ def test_min_relevance_is_checked_and_passed_on(client):
 def test_a_server_opening_in_the_background_answers_loading_until_ready(served_index, tiny_model_dir, monkeypatch):
     import threading
 
-    from indexer.index import Index
+    from search.shared_models import SharedModels
 
-    gate, real = threading.Event(), Index.load_model
-    monkeypatch.setattr(Index, "load_model", lambda self, device=None: gate.wait(60) and real(self, device))
+    # The service loads each model once for all its collections, through SharedModels: hold that load.
+    gate, real = threading.Event(), SharedModels.get
+    monkeypatch.setattr(SharedModels, "get", lambda self, spec: gate.wait(60) and real(self, spec))
     config = ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir),
                        open_in_background=True)
     with TestClient(create_app(config)) as loading:

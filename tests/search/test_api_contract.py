@@ -30,10 +30,16 @@ def api_schema(tmp_path_factory, tiny_model_dir, tiny_cross_encoder):
     return schemathesis.openapi.from_asgi("/openapi.json", app)
 
 
+# The collection and document operations (search/api_collections.py, search/api_documents.py).
+COLLECTIONS = ["PUT /collections/{name}", "DELETE /collections/{name}", "GET /collections/{name}/stats",
+               "POST /collections/{name}/search", "POST /collections/{name}/search/batch",
+               "POST /collections/{name}/similarity", "POST /collections/{name}/documents",
+               "POST /collections/{name}/documents/delete", "GET /collections/{name}/documents/{doc_id}",
+               "DELETE /collections/{name}/documents/{doc_id}"]
 OPERATIONS = ["GET /health", "GET /stats", "GET /search", "POST /search", "POST /search/batch", "POST /similarity",
-              "GET /metrics"]
+              "GET /metrics", "GET /collections", *COLLECTIONS]
 # Operations with inputs, so that a request the schema forbids can be made.
-WITH_INPUTS = ["GET /search", "POST /search", "POST /search/batch", "POST /similarity"]
+WITH_INPUTS = ["GET /search", "POST /search", "POST /search/batch", "POST /similarity", *COLLECTIONS]
 
 
 def test_the_schema_lists_the_operations_tested_here(api_schema):

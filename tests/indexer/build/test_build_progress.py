@@ -8,8 +8,8 @@ import pytest
 import indexer.build.pipeline as build_module
 from indexer import BuildInterrupted, Index, IndexConfig, build_index
 from indexer.__main__ import main as cli_main
-from indexer.build.pipeline import embed
 from indexer.build.loop import next_chunk, next_commit_size
+from indexer.build.pipeline import embed
 from indexer.sources.documents import Document, PassageSpan
 from indexer.store.plan import plan
 
@@ -146,8 +146,8 @@ def test_embedding_progress_moves_every_few_seconds_on_a_slow_cpu(monkeypatch):
 
 def test_only_what_the_next_commit_takes_is_cut_into_passages_before_it(tiny_model):
     """On a fresh demo build, cutting all 1 M characters first delayed the first commit."""
-    from indexer.build.pipeline import PassageCutter
     from indexer.build.loop import estimated_passages
+    from indexer.build.pipeline import PassageCutter
     from indexer.embedding import load_bi_encoder
 
     model = load_bi_encoder(tiny_model)

@@ -23,7 +23,14 @@ from indexer import (
 )
 from indexer.build.ingest import ingest_embeddings
 from tests.indexer.helpers import assert_consistent
-from tests.indexer.sources.test_vector_input import DIM, IDS, bad_rows, fake_model, unit_rows, write_vectors
+from tests.indexer.sources.test_vector_input import (
+    DIM,
+    IDS,
+    bad_rows,
+    fake_model,
+    unit_rows,
+    write_vectors,
+)
 
 TOPIC_IDS = ["baking.txt", "football.md", "markets.txt", "volcano.txt"]
 
