@@ -22,6 +22,7 @@ from __future__ import annotations
 import streamlit as st
 
 from search.params import SCREEN_K, check_count, check_mode
+from ui.commit_watch import forget_drawn
 from ui.compare_page import compare_page
 from ui.resources import index_dir
 from ui.search_page import DEFAULT_MODE, RESULTS_BOX_MAX, search_page
@@ -70,6 +71,7 @@ def show_link_notices() -> None:
 def main() -> None:
     st.set_page_config(page_title="Semantic search", page_icon="🔎", layout="wide")
     initial_state()
+    forget_drawn()  # the search page remembers the build it draws, once drawn (ui/commit_watch.py)
     show_link_notices()
     folder = index_dir()
     st.sidebar.title("Semantic search")

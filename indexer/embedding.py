@@ -35,9 +35,11 @@ def load_bi_encoder(model: str | os.PathLike | ModelSpec | None = None, device: 
 
 
 def is_loaded_bi_encoder(model: object) -> bool:
-    """Whether `model` is a loaded SentenceTransformer (without importing the library for the question)."""
-    library = sys.modules.get("sentence_transformers")
-    return library is not None and isinstance(model, library.SentenceTransformer)
+    """Whether `model` is a loaded SentenceTransformer (without importing the library for the question).
+    The library may be half imported by another thread (the app preloads the model): until it
+    defines the class, no instance of it exists."""
+    model_class = getattr(sys.modules.get("sentence_transformers"), "SentenceTransformer", None)
+    return model_class is not None and isinstance(model, model_class)
 
 
 def check_model_argument(model: object, name: str = "model") -> None:

@@ -22,6 +22,7 @@ from search.config import SearchConfig, shipped_reranker
 from search.rerank import load_rerank_config, resolve_reranker
 from tests.search.helpers import build_tiny_cross_encoder, without_bm25
 from ui.highlight import escape_markdown
+from ui.search_page import DETAILS
 
 pytestmark = pytest.mark.integration
 
@@ -82,6 +83,18 @@ def run_app(query_params: dict[str, str] | None = None) -> AppTest:
     return at.run()
 
 
+def index_uploads_and_wait(at: AppTest, timeout: float = 240) -> AppTest:
+    """Press "Index these files", then run the page again until the batch, indexing in a child
+    process, has ended with its notice (or its error)."""
+    at.sidebar.button(key="index_uploads").click().run()
+    deadline = time.monotonic() + timeout
+    while not (at.sidebar.success or at.sidebar.error or at.exception):
+        assert time.monotonic() < deadline, "the upload did not finish indexing in time"
+        time.sleep(0.5)
+        at.run()
+    return at
+
+
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
@@ -93,11 +106,24 @@ def result_titles(at: AppTest) -> list[str]:
     ]
 
 
+def open_details(at: AppTest, hits: int = 10) -> AppTest:
+    """Open the "Full passage and scores" of the first `hits` hits, as a click would: the page
+    draws a hit's details only once they are open."""
+    for rank in range(1, hits + 1):
+        at.session_state[f"{DETAILS}{rank}"] = True
+    return at.run()
+
+
+def source_lines(at: AppTest) -> list[str]:
+    """Each hit's source line, as its Markdown shows it in small grey under the title."""
+    return [found.group(1) for m in at.main.markdown if (found := re.search(r"\n:small\[:gray\[(.*)\]\]\n", m.value))]
+
+
 def relevance_badges(at: AppTest) -> dict[str, str]:
     """Title -> its relevance badge, e.g. "strong match ▰▰▰▱▱"."""
     badges = {}
     for m in at.markdown:
-        found = re.match(r"\*\*\d+\. (.*?)\*\* &nbsp; :\w+-badge\[(.*)\]$", m.value)
+        found = re.match(r"\*\*\d+\. (.*?)\*\* &nbsp; :\w+-badge\[(.*?)\]  \n", m.value)
         if found:
             badges[found.group(1)] = found.group(2)
     return badges
@@ -170,6 +196,7 @@ def test_mode_selector_switches_between_dense_bm25_and_hybrid(
     at.radio(key="mode").set_value("hybrid").run()
     assert not at.exception
     assert result_titles(at)[0] == "jupiter" and len(result_titles(at)) == 4
+    open_details(at)
     assert any(re.search(r" · fused -?\d+\.\d{3}", c.value) for c in at.main.caption)  # raw, in the details
     assert "mode" not in at.query_params  # the default mode stays out of the link
 
@@ -186,6 +213,7 @@ def test_rerank_toggle_shows_both_scores_and_the_candidates(
     at = run_app({"q": "how long do I boil noodles"})
     assert not at.exception
     assert at.toggle(key="rerank").value is True
+    open_details(at)
     details = [c.value for c in at.main.caption if c.value.startswith("relevance ")]
     assert len(details) == 4 and all(" · fused " in d and " · rerank " in d for d in details)
     assert any("the top 4 candidates were reranked" in c.value for c in at.main.caption)
@@ -346,6 +374,16 @@ def test_upload_adds_documents_and_warns_about_a_bad_file(private_index: Path) -
         ]
     ).run()
     at.sidebar.button(key="index_uploads").click().run()
+    # It indexes in the background: the bar shows, and a search answers meanwhile.
+    assert not at.exception and not at.sidebar.success
+    assert any("in the background" in bar.proto.text for bar in at.get("progress")), \
+        [bar.proto.text for bar in at.get("progress")]
+    at.text_input(key="query").input("largest planet").run()
+    assert result_titles(at)[0] == "jupiter" and at.get("progress"), "a search while the upload indexes"
+    deadline = time.monotonic() + 240
+    while not at.sidebar.success and time.monotonic() < deadline:
+        time.sleep(0.5)
+        at.run()
     assert not at.exception
     assert not at.error
     assert at.sidebar.success[0].value == (
@@ -354,8 +392,9 @@ def test_upload_adds_documents_and_warns_about_a_bad_file(private_index: Path) -
     )
     warnings = [w.value for w in at.sidebar.warning]
     assert len(warnings) == 1 and warnings[0].startswith("Skipped scan.txt: binary file")
-    assert at.get("progress")[0].proto.value == 100
+    assert not at.get("progress"), "the bar goes when the notice comes"
     assert metrics(at)["Documents"] == "5"
+    assert not (index / "uploads" / "scan.txt").exists(), "a skipped whole-file upload is not kept"
     assert (index / "uploads" / "violin.txt").is_file()
 
     at.text_input(key="query").input("bowed string instrument").run()
@@ -375,12 +414,12 @@ def test_upload_into_a_missing_index_starts_one(
             "text/markdown",
         )
     ).run()
-    at.sidebar.button(key="index_uploads").click().run()
+    index_uploads_and_wait(at)
     assert not at.exception
     assert metrics(at)["Documents"] == "1"
     at.text_input(key="query").input("icy objects with tails").run()
     assert result_titles(at) == ["Comets"]
-    snippet = next(m.value for m in at.main.markdown if "grow" in m.value)
+    snippet = next(m.value for m in at.main.markdown if "grow" in m.value).split("\n\n", 1)[1]
     assert snippet.startswith("Comets are :orange[**icy**]"), "its \"# Comets\" line is the title above"
 
 
@@ -391,7 +430,7 @@ def test_upload_while_another_build_runs_shows_the_error(private_index: Path) ->
     at.run()
     with open(index / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a concurrent `indexer build` would
-        at.sidebar.button(key="index_uploads").click().run()
+        index_uploads_and_wait(at)
     assert not at.exception
     assert re.match(  # indexer.index names the process holding the lock when it can
         r"Nothing was added to the index\. Another build (\(process \w+\) )?is writing ", at.sidebar.error[0].value
@@ -406,10 +445,10 @@ def test_doc_id_and_source_show_literally(private_index: Path) -> None:
     at.file_uploader(key="uploads").set_value(
         ("strings_[1].jsonl", (json.dumps(record) + "\n").encode(), "application/json")
     ).run()
-    at.sidebar.button(key="index_uploads").click().run()
+    index_uploads_and_wait(at)
     at.text_input(key="query").input("plucked harp").run()
     assert not at.exception and result_titles(at)[0] == "Harp"
-    caption = next(c.value for c in at.main.caption if "strings" in c.value)
+    caption = next(line for line in source_lines(at) if "strings" in line)
     assert caption.startswith(f"{escape_markdown(record['id'])} · ")
     assert caption.startswith("\\*\\*x\\*\\* \\[a\\]\\(b\\) · ")
     assert "strings\\_\\[1\\]" in caption, "the source file name is escaped too"
@@ -459,6 +498,8 @@ def test_relevance_follows_the_ranking_and_raw_scores_sit_in_the_details(
     monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))
     at = run_app({"q": "boil spaghetti in salted water", "k": "5"})
     hybrid = relevance_badges(at)
+    assert not any(c.value.startswith("relevance ") for c in at.main.caption), "details drawn when opened"
+    open_details(at)
     assert hybrid["pasta"].startswith("strong match") and hybrid["pasta"].endswith("%")
     shown = [int(b.rsplit(" ", 1)[1].rstrip("%")) for b in hybrid.values()]  # in rank order
     assert len(shown) == len(DOCS) and shown == sorted(shown, reverse=True)
@@ -552,12 +593,12 @@ def test_upload_of_a_csv_without_a_text_column_asks_which_columns_hold_text_titl
     assert at.selectbox(key="csv_id:people.csv").value == "ID"
     at.selectbox(key="csv_id:people.csv").set_value("").run()  # none: rows are named by their line
     assert at.selectbox(key="csv_id:people.csv").format_func("") == "none"
-    at.sidebar.button(key="index_uploads").click().run()
+    index_uploads_and_wait(at)
     assert not at.exception and not at.sidebar.error and not at.sidebar.warning
     assert "Added 3 new documents" in at.sidebar.success[0].value
     at.text_input(key="query").input("who wrote the first programs").run()
     assert result_titles(at)[0] == "Ada"
-    assert any(c.value.startswith("people\\.csv\\#L2") for c in at.main.caption)
+    assert any(line.startswith("people\\.csv\\#L2") for line in source_lines(at))
 
 
 def test_a_csv_column_mapping_that_cannot_index_says_what_the_file_needs(private_index: Path) -> None:
@@ -697,7 +738,7 @@ from streamlit.testing.v1 import AppTest
 at = AppTest.from_file(sys.argv[1], default_timeout=60)
 at.query_params.update(q="boil the pasta", mode="bm25")
 at.run()
-titles = [m.value for m in at.markdown if m.value.startswith("**1. ")]
+titles = [m.value.split("  \\n")[0] for m in at.markdown if m.value.startswith("**1. ")]
 print(titles[0] if titles else "no result", "pandas" in sys.modules, "altair" in sys.modules)
 """
 

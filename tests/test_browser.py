@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -31,7 +32,6 @@ from pathlib import Path
 import pytest
 
 from data.paths import PROJECT_ROOT
-from indexer import IndexConfig, build_index
 from search import SearchConfig
 from tests.indexer.sources.formats.samples import PAGE_TEXTS, write_pdf
 
@@ -52,7 +52,19 @@ DOCS = {
     "pathjoin.txt": "Join path components with *os.path.join*; it inserts the separator.\n\n"
     "    >>> import os\n    >>> os.path.join('usr', 'lib')\n    'usr/lib'\n",
 }
-UPLOAD = ("glaciers.md", "# Glaciers\n\nGlaciers are rivers of ice that carve valleys as they creep downhill.")
+# Notes on another subject, so that the app's first build commits in four chunks (16, 32, 64 and
+# the rest: `indexer.build.loop.next_commit_size`) and the page can be seen following them.
+FILLERS = 240 - len(DOCS)
+# An upload long enough (about forty passages) that a search runs while it indexes.
+UPLOAD = ("glaciers.md", "# Glaciers\n\nGlaciers are rivers of ice that carve valleys as they creep downhill.\n\n"
+          + "\n\n".join(f"Survey {i}: the glacier's tongue retreated {i} metres this year; moraines, "
+                        "crevasses and meltwater streams were mapped from the ridge, and the snow line "
+                        f"rose above the {1000 + 10 * i} metre cairn. " * 4 for i in range(40)))
+
+
+def filler(i: int) -> str:
+    return (f"Minutes of meeting {i}: the committee of district {i} reviewed invoice {1000 + i} and "
+            f"approved the budget for repairs to hall {i % 7}.")
 
 
 def browser_path() -> str | None:
@@ -89,7 +101,8 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`streamlit run app.py` over a fresh three-document index, as `make run` starts it."""
+    """`streamlit run app.py` with no index yet and a source to build it from, as `make run` starts
+    it on a fresh clone: the first page view starts the build, in chunks, in the background."""
     if browser_path() is None:
         pytest.skip("no Chromium found (looked for " + ", ".join(BROWSERS) + "); install Debian's "
                     "`chromium` package to run the browser test: apt-get install chromium")
@@ -98,11 +111,12 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     source.mkdir()
     for name, text in DOCS.items():
         (source / name).write_text(text, encoding="utf-8")
-    build_index(IndexConfig(source=source, index_dir=root / "index", show_progress=False))
+    (source / "minutes.jsonl").write_text(
+        "".join(json.dumps({"id": f"minutes-{i}", "text": filler(i)}) + "\n" for i in range(FILLERS)))
     port = free_port()
     env = {**os.environ, "SEMSEARCH_INDEX": str(root / "index"), "SEMSEARCH_RERANKER": "none",
-           "HF_HUB_OFFLINE": "1"}
-    env.pop("SEMSEARCH_BUILD_SOURCE", None)
+           "HF_HUB_OFFLINE": "1", "SEMSEARCH_BUILD_SOURCE": str(source),
+           "SEMSEARCH_BUILD_STAMP": str(root / "built")}
     log = (root / "streamlit.log").open("w")
     app = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
@@ -236,11 +250,85 @@ HIGHLIGHTS = """[...document.querySelectorAll('[data-testid="stMarkdownContainer
     .map(e => e.innerText)"""
 
 
+# What the page shows of a build: the Documents counter and the progress bars' texts.
+BUILD_VIEW = """(() => {
+    const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
+        .find(e => e.innerText.startsWith('Documents'));
+    const bars = [...document.querySelectorAll('[data-testid="stProgress"]')].map(e => e.innerText);
+    return {documents: m ? m.querySelector('[data-testid="stMetricValue"]').innerText : null, bars,
+            done: !!document.body && document.body.innerText.includes('Background indexing finished')};
+})()"""
+UPLOAD_BAR = """[...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stProgress"]')]
+    .map(e => e.innerText).join(' ')"""
+
+
+async def watch_first_build(page: DevTools, screenshots: Path) -> tuple[list[dict], Path]:
+    """What the page showed, every quarter second, from the first view until the build ended and
+    the counters show all its documents."""
+    seen: list[dict] = []
+    shot = None
+    deadline = time.monotonic() + 4 * STEP_TIMEOUT_S
+    while True:
+        view = await page.evaluate(BUILD_VIEW)
+        seen.append(view)
+        if view["done"] and view["documents"] == f"{len(DOCS) + FILLERS:,}":
+            return seen, shot or await page.screenshot(screenshots / "first-build.png")
+        if shot is None and view["documents"] is not None and view["bars"]:
+            shot = await page.screenshot(screenshots / "first-build.png")
+        if time.monotonic() > deadline:
+            text = await page.evaluate("document.body.innerText.slice(0, 3000)")
+            raise AssertionError(f"the first build did not end, or its counters did not follow; the page "
+                                 f"showed {seen[-1]} and reads:\n{text}")
+        await asyncio.sleep(0.25)
+
+
+def check_first_build(seen: list[dict]) -> None:
+    """The counters followed the commits (16 documents, then 48 or 112, then all) without a click,
+    and the bar's total stayed put once shown."""
+    counts = [int(v["documents"].replace(",", "")) for v in seen if v["documents"] and v["bars"]]
+    final = len(DOCS) + FILLERS
+    views = [v for i, v in enumerate(seen) if i == 0 or v != seen[i - 1]]
+    assert counts and counts == sorted(counts), f"the Documents counter went back: {counts}; seen {views}"
+    assert {48, 112} & set(counts), f"the counter skipped the middle commits: {sorted(set(counts))}"
+    totals = {found.group(1) for v in seen for bar in v["bars"]
+              if (found := re.search(r"of ([\d,]+) passages embedded", bar))}
+    assert len(totals) == 1, f"the total moved: {totals}"
+    assert counts[-1] < final, "the build ended before the test saw it: no bar beside the counters"
+
+
+async def search_during_upload(page: DevTools, query_box: str, upload: Path,
+                               screenshots: Path) -> tuple[list[str], Path]:
+    """Upload `upload`, and while its bar moves in the sidebar, search: the bar's texts seen, and a
+    screenshot of the hits beside the bar."""
+    await page.set_files('[data-testid="stFileUploaderDropzoneInput"]', [upload])
+    await page.wait_for(
+        """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
+           .some(b => b.innerText.includes('Index these files') && !b.disabled)""",
+        "the Index button to enable",
+    )
+    await page.click('[data-testid="stSidebar"] button', "Index these files")
+    bars = [await page.wait_for(UPLOAD_BAR, "the upload's progress bar")]
+    await page.type_into(query_box, "largest planet gas giant")
+    found = await page.wait_for(
+        f"""(() => {{ const t = {RESULT_TITLES}; const bar = {UPLOAD_BAR};
+            return t[0] === '1. jupiter' ? {{bar}} : null; }})()""", "hits while the upload indexes")
+    assert found["bar"], "the upload had ended before the search answered: no search during an upload"
+    bars.append(found["bar"])
+    shot = await page.screenshot(screenshots / "search-during-upload.png")
+    while bar := await page.evaluate(UPLOAD_BAR):
+        bars.append(bar)
+        await asyncio.sleep(0.25)
+    return bars, shot
+
+
 async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Path]:
     shots: dict[str, Path] = {}
     with chromium(tmp_path / "profile") as port:
         connection, page = await open_page(port, url)
         async with connection:
+            # The first build: the search box appears with the first commit, the counters follow.
+            seen, shots["first-build"] = await watch_first_build(page, screenshots)
+            check_first_build(seen)
             # Search: type a query, hits appear with titles, relevance labels and highlights.
             query_box = 'input[aria-label="Query"]'
             await page.wait_for(f"!!document.querySelector('{query_box}')", "the query box")
@@ -310,20 +398,20 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
                                    .scrollIntoView({block: 'center'})""")
             shots["compare"] = await page.screenshot(screenshots / "compare.png")
 
-            # Upload: a Markdown file, indexed, then found by a search.
+            # Upload: a Markdown file indexes in the background while a search answers; its bar
+            # counts passages embedded, and its notice says what was added. The counters follow.
             await page.click('[data-testid="stSidebar"] label', "Search")
             await page.wait_for(f"!!document.querySelector('{query_box}')", "the search page again")
             upload = tmp_path / UPLOAD[0]
             upload.write_text(UPLOAD[1], encoding="utf-8")
-            await page.set_files('[data-testid="stFileUploaderDropzoneInput"]', [upload])
-            await page.wait_for(
-                """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
-                   .some(b => b.innerText.includes('Index these files') && !b.disabled)""",
-                "the Index button to enable",
-            )
-            await page.click('[data-testid="stSidebar"] button', "Index these files")
-            await page.wait_for("document.body.innerText.includes('Added 1 new document')",
-                                "the upload to be indexed")
+            bars, shots["search-during-upload"] = await search_during_upload(page, query_box, upload, screenshots)
+            assert any(re.search(r"Embedded [\d,]+ of [\d,]+ passages", bar) for bar in bars), bars
+            notice = await page.wait_for(
+                """(() => { const s = document.querySelector('[data-testid="stSidebar"] [data-testid="stAlertContentSuccess"]');
+                   return s ? s.innerText : null; })()""", "the upload's notice")
+            assert notice.startswith("Added 1 new document and updated 0 documents from 1 file ("), notice
+            await page.wait_for(BUILD_VIEW + f".documents === '{len(DOCS) + FILLERS + 1:,}'",
+                                "the Documents counter to count the upload, without a click")
             await page.type_into(query_box, "ice carving valleys")
             await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Glaciers'; }})()",
                                 "the uploaded document as the first hit")
@@ -339,7 +427,7 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             await page.wait_for(
                 """document.querySelector('[data-testid="stSidebar"]').innerText.includes('nature.pdf')""",
                 "the PDF in the upload list")
-            indexed = f"document.body.innerText.includes('The index now holds {len(DOCS) + 2} documents')"
+            indexed = f"document.body.innerText.includes('The index now holds {len(DOCS) + FILLERS + 2:,} documents')"
             for attempt in range(3):
                 await page.wait_for(
                     """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
@@ -367,9 +455,10 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
                    if (b) b.click();
                    return null; })()""", "the link to page 2")
             assert link.endswith("#page=2"), link
-            caption = await page.evaluate(
-                """[...document.querySelectorAll('[data-testid="stCaptionContainer"]')].map(c => c.innerText)""")
-            assert any("nature.pdf · p. 2" in c for c in caption), caption
+            sources = await page.evaluate(
+                """[...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"]')]
+                   .map(c => c.innerText)""")
+            assert any("nature.pdf · p. 2" in c for c in sources), sources
             with urllib.request.urlopen(link.split("#")[0], timeout=30) as served:
                 assert served.read(5) == b"%PDF-"
             shots["pdf"] = await page.screenshot(screenshots / "pdf.png")

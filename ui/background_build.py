@@ -10,7 +10,12 @@ searcher would share one tokenizer, which is not safe across threads, and a cras
 the build cannot take the app down. Not `multiprocessing`: its spawn start method
 re-imports the main module, which under Streamlit is app.py itself. The child reports
 JSON lines on stdout and, on Linux, is ended with the app; an interrupted build
-resumes at its last commit the next time.
+resumes at its last commit the next time. The same child indexes the app's uploads
+(`ui.uploads.start_upload`), so the page stays usable while an upload indexes.
+
+The indexer's total of passages is an estimate until the last document is cut, and moved
+(1,518 -> 1,717 -> 1,600) as the build went; the page keeps the first total it showed
+(`steady_total`), so a person does not see it jump. Issue 31 owns an exact count in the indexer.
 """
 
 from __future__ import annotations
@@ -30,15 +35,46 @@ from pathlib import Path
 from typing import IO
 
 from data.paths import PROJECT_ROOT
-from indexer import BuildInterrupted, IndexConfig, IndexerError, build_index
+from indexer import BuildInterrupted, BuildReport, IndexConfig, IndexerError, build_index
 
 PROGRESS_EVERY_S = 0.5
 PARENT_CHECK_S = 2.0
 
 
 @dataclass(frozen=True)
+class BuildCounts:
+    """What a finished build did, as the child reports it: the counts a notice names, the
+    one-line summary, and the skipped inputs as (path, what was wrong) pairs."""
+
+    summary_line: str
+    documents_added: int = 0
+    documents_updated: int = 0
+    documents_unchanged: int = 0
+    passages_embedded: int = 0
+    total_documents: int = 0
+    issues: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, report: BuildReport) -> BuildCounts:
+        return cls(report.summary(), report.documents_added, report.documents_updated,
+                   report.documents_unchanged, report.passages_embedded, report.total_documents,
+                   tuple((issue.path, str(issue)) for issue in report.issues))
+
+    def summary(self) -> str:
+        return self.summary_line
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, fields: dict) -> BuildCounts:
+        return cls(**{**fields, "issues": tuple(tuple(pair) for pair in fields.get("issues", ()))})
+
+
+@dataclass(frozen=True)
 class BuildStatus:
-    """What the page shows: passages embedded of those to embed, and how it ended."""
+    """What the page shows: passages embedded of those to embed, and how it ended.
+    `error_kind` names the exception's class (`BadInputError`: nothing in the source could be read)."""
 
     source: Path
     started: float = field(default_factory=time.monotonic)
@@ -46,7 +82,9 @@ class BuildStatus:
     total: int = 0
     running: bool = True
     error: str | None = None
+    error_kind: str | None = None
     summary: str | None = None
+    counts: BuildCounts | None = None
 
     @property
     def elapsed_s(self) -> float:
@@ -55,6 +93,28 @@ class BuildStatus:
     @property
     def fraction(self) -> float:
         return min(self.embedded / self.total, 1.0) if self.total else 0.0
+
+
+def steady_total(shown: int, reported: int, done: int) -> int:
+    """The total the page shows: the first one reported, kept while the passages done stay
+    within it; only a count that passes it (an estimate that was low) takes the one reported."""
+    if shown and done <= shown:
+        return shown
+    return max(reported, done)
+
+
+def fold_message(status: BuildStatus, message: dict) -> BuildStatus:
+    """`status` after one of the child's JSON lines: progress, its error, or its end."""
+    if "progress" in message:
+        done, total = message["progress"]
+        return replace(status, embedded=done, total=steady_total(status.total, total, done))
+    if "error" in message:
+        return replace(status, running=False, error=message["error"], error_kind=message.get("kind"))
+    if "done" in message:
+        counts = BuildCounts.from_json(message["counts"]) if "counts" in message else None
+        return replace(status, running=False, summary=message["done"], counts=counts,
+                       embedded=max(status.embedded, status.total))
+    return status
 
 
 def _end_with_parent(parent: int) -> None:
@@ -98,16 +158,7 @@ class BackgroundBuild:
             except json.JSONDecodeError:
                 continue  # a library printed to stdout; only our JSON lines count
             with self._lock:
-                status = self._status
-                if "progress" in message:
-                    done, total = message["progress"]
-                    status = replace(status, embedded=done, total=total)
-                elif "error" in message:
-                    status = replace(status, running=False, error=message["error"])
-                elif "done" in message:
-                    status = replace(status, running=False, summary=message["done"],
-                                     embedded=max(status.embedded, status.total))
-                self._status = status
+                self._status = fold_message(self._status, message)
 
     def status(self) -> BuildStatus:
         """The latest report; a child that ended without its last word failed."""
@@ -149,7 +200,7 @@ def run_build(config: IndexConfig, stamp: Path | None) -> int:
         print(err, file=sys.stderr)
         return 130
     except (IndexerError, ValueError, OSError) as err:
-        _send({"error": str(err)})
+        _send({"error": str(err), "kind": type(err).__name__})
         return 2
     except Exception as err:  # an unexpected failure: the app shows it, the traceback goes to the log
         traceback.print_exc()
@@ -158,7 +209,7 @@ def run_build(config: IndexConfig, stamp: Path | None) -> int:
     if stamp is not None:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.touch()
-    _send({"done": report.summary()})
+    _send({"done": report.summary(), "counts": BuildCounts.of(report).to_json()})
     return 0
 
 

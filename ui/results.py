@@ -154,6 +154,15 @@ def source_caption(hit: Hit) -> str:
     return " · ".join(parts)
 
 
+def hit_markdown(rank: int, hit: Hit, match: Relevance | None, snippet: str) -> str:
+    """A hit as a person scans it, in one Markdown element: "**3. title**" and its relevance label,
+    then its source line in small grey (`source_caption`), then `snippet` (Markdown already)."""
+    title = f"**{rank}. {escape_name(hit.title or hit.doc_id)}**"
+    if match is not None:
+        title += f" &nbsp; {match.badge}"
+    return f"{title}  \n:small[:gray[{source_caption(hit)}]]\n\n{snippet}"
+
+
 def details_line(hit: Hit, mode: str, match: Relevance | None) -> str:
     """Every raw score of a hit, named, and where its passage sits in the document (no cosine
     while the model is loading)."""

@@ -28,10 +28,11 @@ from search import (
 )
 from search.fusion import FUSIONS
 from search.params import MAX_K, SCREEN_K, SearchParams
-from ui.background_build import BackgroundBuild, BuildStatus
+from ui.background_build import BackgroundBuild, BuildStatus, steady_total
+from ui.commit_watch import remember_drawn, rerun_when_a_commit_lands
 from ui.document_links import show_document_links
 from ui.filters import filter_controls
-from ui.highlight import escape_markdown, escape_name, passage_markdown, snippet_markdown
+from ui.highlight import escape_markdown, passage_markdown, snippet_markdown
 from ui.resources import (
     DEFAULT_INDEX,
     background_build,
@@ -44,24 +45,28 @@ from ui.results import (
     MODE_LABELS,
     Relevance,
     details_line,
+    hit_markdown,
     hit_relevance,
     result_caption,
-    source_caption,
     weak_results_message,
 )
+from ui.upload_panel import upload_running
 
 # The Results box's most: a page of hits a person reads, not the API's MAX_K.
 RESULTS_BOX_MAX = 50
 DEFAULT_MODE = SearchConfig().mode
 FUSION_LABELS = {"rrf": "reciprocal rank", "minmax": "scores, min-max scaled",
                  "tmm": "scores, scaled from the lowest possible", "zscore": "scores, z-scaled"}
-BUILD_POLL_SECONDS = 2.0
+BUILD_POLL_SECONDS = 1.0
+BUILD_DONE_SEEN = "build_done_seen"
 MODEL_POLL_SECONDS = 1.0
 EXAMPLE_QUERY = "how do I open a file"
 # The hybrid's (method, dense share) as last chosen, kept where Streamlit does not forget it.
 FUSION_CHOICE = "fusion_choice"
 # The page of the ranking shown (0 first), and the search it is a page of: another search starts at 0.
 PAGE, PAGE_OF = "results_page", "results_page_of"
+# The key of the details expander of the hit ranked N is DETAILS + str(N); it keeps whether it is open.
+DETAILS = "details-"
 
 
 def build_status_message(status: BuildStatus) -> str:
@@ -73,22 +78,31 @@ def build_status_message(status: BuildStatus) -> str:
     return f"Indexing {name} in the background: reading the files and loading the model…"
 
 
-@st.fragment(run_every=BUILD_POLL_SECONDS)
-def show_build_progress(build: BackgroundBuild, had_index: bool) -> None:
-    """Moves the bar every few seconds; reruns the page when the first build lands or all ends."""
+def show_build_progress(build: BackgroundBuild, folder: Path) -> None:
+    """The background build's bar while it runs (`poll_build`), then how it ended. Nothing polls
+    an ended build: a fragment that kept ticking beside the page's later runs once left the page
+    without its counters."""
     status = build.status()
-    if status.running:
-        st.progress(status.fraction, text=build_status_message(status))
-        if not had_index and status.embedded:
-            st.rerun()  # the first chunk may have committed: show the search box
+    if status.running or not st.session_state.get(BUILD_DONE_SEEN):
+        poll_build(build, folder)
     elif status.error:
         st.error(f"Indexing {escape_markdown(str(status.source))} in the background failed; the app "
                  f"keeps answering from what is committed. {status.error}")
     else:
-        if not st.session_state.get("build_done_seen"):
-            st.session_state.build_done_seen = True
-            st.rerun()  # hybrid over the whole index from now on
         st.caption(f"Background indexing finished: {escape_markdown(status.summary or '')}")
+
+
+@st.fragment(run_every=BUILD_POLL_SECONDS)
+def poll_build(build: BackgroundBuild, folder: Path) -> None:
+    """Moves the bar every second; reruns the page when a chunk commits (the search box appears
+    with the first, the counters and hits follow each) and when the build ends."""
+    status = build.status()
+    if status.running:
+        st.progress(status.fraction, text=build_status_message(status))
+        rerun_when_a_commit_lands(folder)
+        return
+    st.session_state[BUILD_DONE_SEEN] = True
+    st.rerun()  # hybrid over the whole index from now on, and how the build ended
 
 
 def missing_index_message(folder: Path) -> str:
@@ -120,24 +134,37 @@ def show_stats(area, stats: IndexStats, building: tuple[int, int] | None = None)
     )
     if building is not None:
         done, total = building
+        # Another process's build: its total, an estimate, is kept as first shown (`steady_total`).
+        total = st.session_state["building_total"] = steady_total(st.session_state.get("building_total", 0),
+                                                                   total, done)
         area.info(f"Building: {done:,} of {total:,} passages committed. Searches answer from "
                   "those so far and include the rest as they commit.")
 
 
-def show_hit(rank: int, hit: Hit, query: str, mode: str, match: Relevance | None) -> None:
-    """One hit; `match` is None while the model that scores relevance is loading."""
-    with st.container(border=True):
-        title = escape_name(hit.title or hit.doc_id)
-        if match is None:
-            st.markdown(f"**{rank}. {title}**")
-        else:
-            st.markdown(f"**{rank}. {title}** &nbsp; {match.badge}", help=match.explanation)
-        st.caption(source_caption(hit))
-        st.markdown(snippet_markdown(hit.text, query, title=hit.title))
-        show_document_links(hit, f"{rank}-{hit.passage_id}")
-        with st.expander("Full passage and scores"):
-            st.caption(details_line(hit, mode, match))
-            st.markdown(passage_markdown(hit.text, query))
+def show_hits(hits: list[Hit], matches: list[Relevance | None], first: int, query: str, mode: str) -> None:
+    """The hits, ranked from `first`: each one's box and what a person scans (title, label, source,
+    snippet) in one Markdown element (`hit_markdown`), for all of them first; then, into each box,
+    its document links and its details, which the browser draws after the hits (`match` is None
+    while the model that scores relevance is loading).
+
+    The browser's work per element, not the Python, set how long the hits took to appear after
+    their caption: five elements and an expander per hit took over a second at k=50 on a loaded
+    machine. BENCHMARKS.md, "Hits drawn after their caption", has the figures.
+    """
+    boxes = []
+    for rank, (hit, match) in enumerate(zip(hits, matches, strict=True), start=first):
+        box = st.container(border=True)
+        box.markdown(hit_markdown(rank, hit, match, snippet_markdown(hit.text, query, title=hit.title)))
+        boxes.append(box)
+    for rank, (box, hit, match) in enumerate(zip(boxes, hits, matches, strict=True), start=first):
+        with box:
+            show_document_links(hit, f"{rank}-{hit.passage_id}")
+            details = st.expander("Full passage and scores", key=f"{DETAILS}{rank}", on_change="rerun")
+            if details.open:  # drawn when asked: a closed expander's content cost the browser as much
+                details.caption(details_line(hit, mode, match))
+                if match is not None:
+                    details.caption(match.explanation)
+                details.markdown(passage_markdown(hit.text, query))
 
 
 def search_page(folder: Path) -> None:
@@ -154,7 +181,10 @@ def search_page(folder: Path) -> None:
     result = run_search(searcher, query, asked_params(searcher))
     if result is not None and result.stats is not None:
         stats = result.stats
-    show_stats(stats_area, stats, searcher.build_progress())
+    # The app's own build (first build, upload) shows its bar; the index's progress file is the same build's.
+    own_build = background_running(folder) or upload_running()
+    show_stats(stats_area, stats, None if own_build else searcher.build_progress())
+    remember_drawn(stats)
     if result is not None:
         show_results(searcher, query, result, stats)
 
@@ -175,12 +205,13 @@ def open_searcher(folder: Path):
     except IndexNotFoundError:
         if build is not None and build.status().running:
             preload_default_model()
-            show_build_progress(build, had_index=False)
+            show_build_progress(build, folder)
+            remember_drawn(None)  # so the bar, polling, reruns the page when the first chunk commits
             st.info("The first documents are being indexed; the search box appears as soon as they "
                     "are committed, within a minute.")
             return None
         if build is not None:
-            show_build_progress(build, had_index=False)  # its error
+            show_build_progress(build, folder)  # its error
         st.info(missing_index_message(folder))
         return None
     except (IndexerError, SearchError, ValueError) as err:
@@ -191,8 +222,13 @@ def open_searcher(folder: Path):
                  "to search without it.")
         return None
     if build is not None:
-        show_build_progress(build, had_index=True)
+        show_build_progress(build, folder)
     return searcher, stats, choice
+
+
+def background_running(folder: Path) -> bool:
+    build = background_build(folder)
+    return build is not None and build.status().running
 
 
 def query_controls(searcher: Searcher, choice) -> None:
@@ -270,8 +306,7 @@ def show_results(searcher: Searcher, query: str, result, stats) -> None:
     elif not calibrated:
         rerun_when_model_loads(searcher)
     first = st.session_state.get(PAGE, 0) * int(st.session_state.k) + 1
-    for rank, (hit, match) in enumerate(zip(result.hits, matches, strict=True), start=first):
-        show_hit(rank, hit, query, result.mode, match)
+    show_hits(result.hits, matches, first, query, result.mode)
     page_buttons(len(result.hits), first, stats.documents)
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import streamlit as st
 
 from indexer import IndexerError
+from ui.background_build import BuildStatus
+from ui.commit_watch import rerun_when_a_commit_lands
 from ui.csv_columns import (
     CsvMapping,
     csv_columns,
@@ -17,13 +19,18 @@ from ui.csv_columns import (
 )
 from ui.highlight import escape_markdown
 from ui.results import plural
-from ui.uploads import ACCEPTED_TYPES, UploadResult, index_uploads
+from ui.uploads import ACCEPTED_TYPES, UploadBuild, UploadResult, start_upload
 
 # The "none" choice for a CSV's title or id column (a column without a name is never offered).
 NO_COLUMN = ""
+# Session state: the batch of uploads indexing in the background, or the last one, for its notice.
+UPLOAD_BUILD = "upload_build"
+UPLOAD_POLL_SECONDS = 1.0
 
 
 def upload_section(folder: Path) -> None:
+    """The uploader and its button; a batch indexes in the background (`ui.uploads.start_upload`)
+    with a bar that moves with the passages embedded, then a notice of what it added and skipped."""
     sidebar = st.sidebar
     sidebar.subheader("Add documents")
     files = sidebar.file_uploader(
@@ -39,31 +46,60 @@ def upload_section(folder: Path) -> None:
         "which of its columns holds the text.",
     )
     mappings, mapped = csv_mapping_controls(files or [])
-    if sidebar.button("Index these files", disabled=not files or not mapped, key="index_uploads"):
-        bar = sidebar.progress(0.0, text="Reading files…")
-
-        def on_progress(done: int, total: int) -> None:
-            bar.progress(
-                done / total if total else 1.0, text=f"Embedded {done} of {total} passages"
-            )
-
+    job: UploadBuild | None = st.session_state.get(UPLOAD_BUILD)
+    busy = upload_running()
+    if sidebar.button("Index these files", disabled=not files or not mapped or busy, key="index_uploads",
+                      help="Wait for the files being indexed to finish." if busy else None):
         try:
-            result = index_uploads([(f.name, f.getvalue()) for f in files], folder, on_progress,
-                                   csv_mappings=mappings)
+            job = start_upload([(f.name, f.getvalue()) for f in files], folder, csv_mappings=mappings)
         except (IndexerError, ValueError) as err:
-            bar.empty()
-            st.session_state.upload_result = None
+            st.session_state[UPLOAD_BUILD] = None
             sidebar.error(f"Nothing was added to the index. {err}")
             return
-        bar.progress(1.0, text="Done")
-        st.session_state.upload_result = result  # the cached Searcher loads the new build itself
-    result: UploadResult | None = st.session_state.get("upload_result")
-    if result is not None:
-        report = result.report
-        sidebar.success(upload_message(result))
-        sidebar.caption(report.summary())
-        for issue in result.issues:
-            sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
+        st.session_state[UPLOAD_BUILD] = job
+    if job is None:
+        return
+    if job.status().running:
+        with sidebar:
+            upload_progress(job, folder)
+    else:
+        show_upload_outcome(job)
+
+
+def upload_running() -> bool:
+    """Whether this session's batch of uploads is still indexing."""
+    job: UploadBuild | None = st.session_state.get(UPLOAD_BUILD)
+    return job is not None and job.status().running
+
+
+@st.fragment(run_every=UPLOAD_POLL_SECONDS)
+def upload_progress(job: UploadBuild, folder: Path) -> None:
+    """The batch's bar, moved every second by the passages embedded; the whole page runs again
+    when a commit lands (its counters and hits follow) and when the batch is done (its notice)."""
+    status = job.status()
+    if not status.running:
+        st.rerun()
+    st.progress(status.fraction, text=upload_progress_text(status, len(job.prepared.saved)))
+    rerun_when_a_commit_lands(folder)
+
+
+def upload_progress_text(status: BuildStatus, files: int) -> str:
+    if not status.total:
+        return f"Indexing {plural(files, 'file')} in the background: reading and loading the model…"
+    return (f"Embedded {status.embedded:,} of {status.total:,} passages ({status.elapsed_s:.0f} s); "
+            "searching goes on meanwhile.")
+
+
+def show_upload_outcome(job: UploadBuild) -> None:
+    """The notice of a batch that has ended: what it added and skipped, or why nothing was added."""
+    status, result = job.status(), job.result()
+    if status.error is not None or result is None:
+        st.sidebar.error(f"Nothing was added to the index. {status.error or 'The indexing ended without a report.'}")
+        return
+    st.sidebar.success(upload_message(result))
+    st.sidebar.caption(result.report.summary())
+    for issue in result.issues:
+        st.sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
 
 
 def upload_message(result: UploadResult) -> str:

@@ -2,7 +2,9 @@
 
 The uploads folder is an ordinary indexer source built with `prune=False`, so
 documents from the index's original source stay, and re-uploading a file of
-the same name updates its document instead of adding a second one.
+the same name updates its document instead of adding a second one. The app indexes
+it in a child process (`start_upload`, `ui.background_build`), so searching goes on
+while it embeds; `index_uploads` does the same in the caller's process.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from indexer import BadInputError, BuildReport, IndexConfig, build_index
+from indexer import BadInputError, IndexConfig, build_index
 from indexer.layout import IndexLayout
 from indexer.sources.readers import RECORD_SUFFIXES, content_name
+from ui.background_build import BackgroundBuild, BuildCounts, BuildStatus
 from ui.csv_columns import CsvMapping, apply_mapping
 
 # The longest file name (in bytes) that ext4, XFS, APFS and NTFS all accept.
@@ -30,7 +33,7 @@ ProgressCallback = Callable[[int, int], None]
 class UploadResult:
     """What one batch of uploads did; `issues` name only this batch's files."""
 
-    report: BuildReport
+    report: BuildCounts
     saved: list[str] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
 
@@ -102,24 +105,26 @@ def save_uploads(files: Iterable[tuple[str, bytes]], folder: Path) -> list[str]:
     return saved
 
 
-def index_uploads(
+@dataclass(frozen=True)
+class PreparedUploads:
+    """A batch saved into the uploads folder: the build that indexes it, and the names saved."""
+
+    config: IndexConfig
+    saved: list[str]
+
+
+def prepare_uploads(
     files: Iterable[tuple[str, bytes]],
     index_dir: Path,
-    progress: ProgressCallback | None = None,
     csv_mappings: Mapping[str, CsvMapping] | None = None,
-) -> UploadResult:
-    """Save the uploads and index the uploads folder through the same code path as the CLI.
+) -> PreparedUploads:
+    """Save the uploads, ready to index the uploads folder through the same code path as the CLI.
 
     `csv_mappings` names, per uploaded CSV (by its name as uploaded), the columns that hold
     its text, title and id; such a file is saved with its header renamed to the columns every
     build of the uploads folder reads (`ui.csv_columns.apply_mapping`), so later uploads read
-    it the same way. A mapping that does not fit its file raises ValueError before anything is saved.
-
-    A single-document file (any text file, or a binary one) with an issue was
-    skipped as a whole, so it is deleted again rather than warned about with
-    every later upload; a .jsonl or .csv stays, as its other records were indexed. Raises what
-    `build_index` raises (`IndexerError`, `ValueError`) for an index it cannot
-    write, and `ValueError` for an upload without a usable name.
+    it the same way. A mapping that does not fit its file raises ValueError before anything is
+    saved, and so does an upload without a usable name.
     """
     index_dir = Path(index_dir)
     folder = uploads_dir(index_dir)
@@ -132,16 +137,73 @@ def index_uploads(
         raise ValueError(
             "No files were uploaded; choose one or more text files (.txt, .md, a README, ...), .jsonl or .csv files."
         )
-    config = IndexConfig(source=folder, index_dir=index_dir, prune=False, show_progress=False)
+    return PreparedUploads(IndexConfig(source=folder, index_dir=index_dir, prune=False, show_progress=False),
+                           saved)
+
+
+def finish_uploads(prepared: PreparedUploads, counts: BuildCounts) -> UploadResult:
+    """What the build did for this batch. A single-document file (any text file, or a binary one)
+    with an issue was skipped as a whole, so it is deleted again rather than warned about with
+    every later upload; a .jsonl or .csv stays, as its other records were indexed."""
+    batch = set(prepared.saved)
+    issues = [(path, text) for path, text in counts.issues if path in batch]
+    _forget_whole_file_uploads(prepared.config.source, [path for path, _ in issues])
+    return UploadResult(report=counts, saved=prepared.saved, issues=[text for _, text in issues])
+
+
+def index_uploads(
+    files: Iterable[tuple[str, bytes]],
+    index_dir: Path,
+    progress: ProgressCallback | None = None,
+    csv_mappings: Mapping[str, CsvMapping] | None = None,
+) -> UploadResult:
+    """Save the uploads (`prepare_uploads`) and index them in this process. Raises what
+    `build_index` raises (`IndexerError`, `ValueError`) for an index it cannot write; a batch
+    with nothing to index (`BadInputError`) is deleted again, as nothing of it was indexed."""
+    prepared = prepare_uploads(files, index_dir, csv_mappings)
     try:
-        report = build_index(config, progress=progress)
+        report = build_index(prepared.config, progress=progress)
     except BadInputError:
-        _forget_whole_file_uploads(folder, saved)  # nothing of them was indexed
+        _forget_whole_file_uploads(prepared.config.source, prepared.saved)
         raise
-    batch = set(saved)
-    issues = [issue for issue in report.issues if issue.path in batch]
-    _forget_whole_file_uploads(folder, [issue.path for issue in issues])
-    return UploadResult(report=report, saved=saved, issues=[str(issue) for issue in issues])
+    return finish_uploads(prepared, BuildCounts.of(report))
+
+
+class UploadBuild:
+    """A batch of uploads indexing in a child process (`ui.background_build`): the page keeps
+    answering searches meanwhile, and reads the result when the child is done."""
+
+    def __init__(self, prepared: PreparedUploads) -> None:
+        self.prepared = prepared
+        self.build = BackgroundBuild(prepared.config)
+        self._result: UploadResult | None = None
+        self._finished = False
+
+    def status(self) -> BuildStatus:
+        return self.build.status()
+
+    def result(self) -> UploadResult | None:
+        """What the batch added, once the build has ended well; None while it runs or after an error
+        (`status().error` says why; a batch with nothing to index is deleted again)."""
+        status = self.status()
+        if status.running or self._finished:
+            return self._result
+        self._finished = True
+        if status.error_kind == BadInputError.__name__:
+            _forget_whole_file_uploads(self.prepared.config.source, self.prepared.saved)
+        if status.counts is not None:
+            self._result = finish_uploads(self.prepared, status.counts)
+        return self._result
+
+
+def start_upload(
+    files: Iterable[tuple[str, bytes]],
+    index_dir: Path,
+    csv_mappings: Mapping[str, CsvMapping] | None = None,
+) -> UploadBuild:
+    """Save the uploads and start indexing them in the background; raises ValueError as
+    `prepare_uploads` does, before anything is indexed."""
+    return UploadBuild(prepare_uploads(files, index_dir, csv_mappings))
 
 
 def _forget_whole_file_uploads(folder: Path, names: Iterable[str]) -> None:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from indexer import Index, IndexConfig
-from ui.background_build import BackgroundBuild, BuildStatus
+from ui.background_build import BackgroundBuild, BuildStatus, fold_message
 
 
 def wait_until_done(build: BackgroundBuild, timeout: float = 180) -> list[BuildStatus]:
@@ -30,6 +30,8 @@ def test_background_build_commits_and_reports_its_summary(topic_corpus, tmp_path
     final = wait_until_done(build)[-1]
     assert final.error is None and final.summary.startswith("4 documents, 4 passages in the index")
     assert final.fraction == 1.0 and stamp.exists()
+    assert final.counts is not None and final.counts.summary() == final.summary
+    assert (final.counts.documents_added, final.counts.passages_embedded, final.counts.total_documents) == (4, 4, 4)
     with Index.open(tmp_path / "idx") as index:
         assert index.info.documents == 4
 
@@ -41,6 +43,7 @@ def test_background_build_failure_is_reported_not_raised(tmp_path, tiny_model):
                                         show_progress=False), tmp_path / "built")
     final = wait_until_done(build)[-1]
     assert final.error is not None and "No documents found" in final.error
+    assert final.error_kind == "BadInputError"
     assert not (tmp_path / "built").exists()
 
 
@@ -70,3 +73,18 @@ def test_a_build_started_from_a_thread_that_ends_keeps_running(topic_corpus, tmp
     thread.join()
     final = wait_until_done(started[0])[-1]
     assert final.error is None and final.summary is not None
+
+
+def test_the_total_shown_stays_put_while_the_estimate_moves(tmp_path):
+    """The indexer's total is an estimate until the last document is cut: a build reported
+    1,518, then 1,717, then 1,600 passages. The page keeps the first, until a count passes it."""
+    status = BuildStatus(source=tmp_path)
+    shown = []
+    for done, total in [(16, 1518), (500, 1717), (1095, 1600), (1518, 1600)]:
+        status = fold_message(status, {"progress": [done, total]})
+        shown.append(status.total)
+    assert shown == [1518, 1518, 1518, 1518]
+    status = fold_message(status, {"progress": [1560, 1600]})  # the estimate was low: it gives way
+    assert (status.total, status.embedded) == (1600, 1560)
+    status = fold_message(status, {"progress": [1590, 1650]})
+    assert status.total == 1600 and status.fraction < 1.0

@@ -8,7 +8,9 @@ from search import Hit, SearchResult, StageTimings
 from ui.results import (
     FAIR_COSINE,
     STRONG_COSINE,
+    calibrated_relevance,
     details_line,
+    hit_markdown,
     plural,
     relevance,
     relevance_bar,
@@ -87,3 +89,14 @@ def test_source_caption_shows_the_location_and_merged_passages() -> None:
                   merged=("b.pdf", "c.pdf", "d.pdf", "e.pdf"))
     assert source_caption(hit) == ("a\\.pdf · **pp\\. 7–8 · Setup** · the same passage in b\\.pdf, c\\.pdf, "
                                    "d\\.pdf and 1 more, merged here")  # escaped for Markdown
+
+
+def test_a_hit_is_one_markdown_element_with_its_title_label_source_and_snippet():
+    """One element per hit, not four: the browser's work per element set how long k hits took."""
+    hit = _hit(doc_id="guide_[1].md", title="*Guide*")
+    shown = hit_markdown(3, hit, calibrated_relevance(0.78), "the :orange[**snippet**]")
+    title, source, snippet = shown.split("\n")[0], shown.split("\n")[1], shown.split("\n\n", 1)[1]
+    assert title == "**3. \\*Guide\\*** &nbsp; :green-badge[strong match ▰▰▰▰▱ 78%]  "
+    assert source == ":small[:gray[guide\\_\\[1\\]\\.md]]"
+    assert snippet == "the :orange[**snippet**]"
+    assert hit_markdown(1, hit, None, "s").startswith("**1. \\*Guide\\***  \n"), "no label while the model loads"

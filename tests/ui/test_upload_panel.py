@@ -1,15 +1,12 @@
 from __future__ import annotations
 
-from pathlib import Path
-
-from indexer.build.report import BuildReport
-from ui.upload_panel import upload_message
+from ui.background_build import BuildCounts, BuildStatus
+from ui.upload_panel import upload_message, upload_progress_text
 from ui.uploads import UploadResult
 
 
 def test_the_upload_message_counts_read_and_skipped_files_apart() -> None:
-    report = BuildReport(index_dir=Path("idx"), model="m", documents_added=1, passages_embedded=3,
-                         total_documents=7)
+    report = BuildCounts("summary", documents_added=1, passages_embedded=3, total_documents=7)
     result = UploadResult(report, saved=["a.txt", "b.png", "c.pdf", "d.zip"],
                           issues=["b.png: binary file (a PNG image)", "c.pdf: encrypted PDF",
                                   "d.zip: a ZIP archive that is not a Word file"])
@@ -17,3 +14,11 @@ def test_the_upload_message_counts_read_and_skipped_files_apart() -> None:
                                       "3 skipped (below) (3 passages embedded). The index now holds 7 documents.")
     clean = UploadResult(report, saved=["a.txt"], issues=[])
     assert "from 1 file (3 passages embedded)" in upload_message(clean)
+
+
+def test_the_upload_bar_counts_passages_embedded_once_the_build_has_a_total(tmp_path) -> None:
+    starting = BuildStatus(source=tmp_path)
+    assert upload_progress_text(starting, 2) == ("Indexing 2 files in the background: reading and "
+                                                 "loading the model…")
+    embedding = BuildStatus(source=tmp_path, embedded=120, total=314)
+    assert upload_progress_text(embedding, 1).startswith("Embedded 120 of 314 passages (")
