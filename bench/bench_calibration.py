@@ -67,6 +67,10 @@ MAX_KNOTS = 40
 # Few on purpose: the one with the lowest leave-one-set-out error is kept, and a finer grid would
 # tune that honest figure to these three sets.
 RELATIVE_GRID = (0.0, 0.5, 1.0)
+# Measured but never kept: at 1 every query's top hit has the same feature, hence the same relevance,
+# so an off-topic query's best hit would read as likely relevant as an answer's, and the app's "none
+# of these matches well" could never show. A kept curve must leave the raw score some weight.
+KEPT_BELOW = 1.0
 BINS = 10
 RERANK_QUERIES = 0  # per set, for the reranked rows (0: every judged query; about 0.35 s a query here)
 RERANK_SEED = 0
@@ -286,14 +290,15 @@ def with_features(h: dict[str, np.ndarray], relative: float, lowest: float) -> d
 def choose_relative(hits: dict[str, dict[str, np.ndarray]], names: list[str], mode: str) -> tuple[
         float, float, dict[float, float]]:
     """(exponent, lowest, mean leave-one-set-out ECE per exponent tried) for a single retriever's
-    curve: the exponent of RELATIVE_GRID whose curve held best on the set it was not fitted on; the
-    raw score (0) for fused and reranked scores, which have no lowest possible value."""
+    curve: the exponent below KEPT_BELOW whose curve held best on the set it was not fitted on (all
+    of RELATIVE_GRID are measured and reported); the raw score (0) for fused and reranked scores,
+    which have no lowest possible value."""
     if mode not in LOWEST_POSSIBLE:
         return 0.0, 0.0, {}
     lowest = LOWEST_POSSIBLE[mode]
     tried = {r: measure({n: with_features(hits[n], r, lowest) for n in names}, names)[0]["mean"].ece_loso
              for r in RELATIVE_GRID}
-    best = min(RELATIVE_GRID, key=lambda r: (round(tried[r], 4), r))
+    best = min((r for r in RELATIVE_GRID if r < KEPT_BELOW), key=lambda r: (round(tried[r], 4), r))
     return best, lowest, tried
 
 
@@ -521,7 +526,8 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
         hits = {n: with_features(data[n][key], relative, lowest) for n in names}
         if tried:
             feature_notes.append(f"`{key}`: " + ", ".join(
-                f"{r:g} → {e:.3f}" + (" (kept)" if r == relative else "") for r, e in tried.items()))
+                f"{r:g} → {e:.3f}" + (" (kept)" if r == relative else " (never kept)" if r >= KEPT_BELOW else "")
+                for r, e in tried.items()))
         measured, shipped, loso, precision = measure(hits, names)
         curves[key] = curve_json(shipped, sum(len(hits[n]["score"]) for n in names),
                                  sum(int(hits[n]["relevant"].sum()) for n in names),
@@ -583,8 +589,11 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
         + "\n\n".join(reliabilities)
         + ("\n\nDense and BM25 curves read the score relative to the list's top "
            "(`search.relevance.Curve`: (score - lowest) / (top - lowest) ** r, lowest -1 for cosines and 0 for "
-           "BM25); r was tried at " + ", ".join(f"{r:g}" for r in RELATIVE_GRID) + " and the one with the lowest "
-           "mean leave-one-set-out ECE kept (in the table above): " + "; ".join(feature_notes) + "."
+           "BM25); r was tried at " + ", ".join(f"{r:g}" for r in RELATIVE_GRID) + " and the one below "
+           f"{KEPT_BELOW:g} with the lowest mean leave-one-set-out ECE kept (in the table above): "
+           + "; ".join(feature_notes) + f". At r = {KEPT_BELOW:g} every query's top hit reads the same relevance, "
+           "an off-topic query's as much as an answered one's, so it is measured but never kept; a kept curve "
+           "then serves only if it holds (`search.relevance.HOLDS`)."
            if feature_notes else "")
         + "\n\nKnots shipped per curve, of the isotonic fit's own, and the largest miss between them: "
         + "; ".join(knot_notes) + "."

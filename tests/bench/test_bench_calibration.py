@@ -184,5 +184,7 @@ def test_features_are_computed_within_each_query_and_the_best_exponent_is_kept()
     # Relevance follows the rank, not the raw score: only the relative feature separates it in every set.
     sets = {n: {**h, "score": h["score"] * scale} for n, scale in (("x", 1.0), ("y", 7.0), ("z", 0.3))}
     relative, lowest, tried = choose_relative(sets, ["x", "y", "z"], "bm25")
-    assert relative == 1.0 and lowest == 0.0 and tried[1.0] < tried[0.0]
+    assert set(tried) == {0.0, 0.5, 1.0} and tried[1.0] < tried[0.0] and lowest == 0.0
+    # The share of the top holds best, but is never kept: every top hit would read the same relevance.
+    assert relative == min((r for r in (0.0, 0.5)), key=lambda r: (round(tried[r], 4), r))
     assert choose_relative(sets, ["x", "y", "z"], "hybrid") == (0.0, 0.0, {})
