@@ -3,7 +3,9 @@
 Every action calls search/ or indexer/; this file picks the page, and the pages
 (ui/search_page.py, ui/compare_page.py, ui/upload_panel.py) lay out widgets and
 turn errors into messages over what ui/resources.py holds for the process. Run with `make run`, or
-`streamlit run app.py` with SEMSEARCH_INDEX naming the index folder, and
+`streamlit run app.py` with SEMSEARCH_INDEX naming the index folder it opens first (the
+sidebar offers every index under SEMSEARCH_ROOT, default that folder's parent, as a
+collection: ui/collections.py), and
 optionally SEMSEARCH_RERANKER naming a CrossEncoder folder to rerank with (default: the
 reranker shipped in models/reranker; "none" turns reranking off).
 The bi-encoder loads in the background (SEMSEARCH_MODEL_LOADING=eager waits for it
@@ -22,9 +24,9 @@ from __future__ import annotations
 import streamlit as st
 
 from search.params import SCREEN_K, check_count, check_mode
+from ui.collections import keep_in_link, open_collection, remember_link_choice
 from ui.commit_watch import forget_drawn
 from ui.compare_page import compare_page
-from ui.resources import index_dir
 from ui.search_page import DEFAULT_MODE, RESULTS_BOX_MAX, search_page
 from ui.upload_panel import upload_section
 
@@ -60,6 +62,7 @@ def initial_state() -> None:
                 notices.append(f"The link's mode={params['mode']!r} was not used: {err} Searching in {DEFAULT_MODE}.")
     if notices:
         st.session_state.link_notices = notices
+    remember_link_choice()
 
 
 def show_link_notices() -> None:
@@ -73,17 +76,19 @@ def main() -> None:
     initial_state()
     forget_drawn()  # the search page remembers the build it draws, once drawn (ui/commit_watch.py)
     show_link_notices()
-    folder = index_dir()
     st.sidebar.title("Semantic search")
     page = st.sidebar.radio("Page", PAGES, key="page")
+    folder = open_collection()
     st.sidebar.caption(f"Index: `{folder}`")
     upload_section(folder)
     if page == COMPARE_PAGE:
         st.query_params.clear()
         st.query_params["page"] = COMPARE_PAGE.lower()
+        keep_in_link(folder)
         compare_page(folder)
     else:
         st.query_params.pop("page", None)
+        keep_in_link(folder)
         search_page(folder)
 
 

@@ -15,6 +15,8 @@ build id, and a search for a word only the new documents hold) with no failed re
 
 Usage: python bench/bench_api.py [--duration 10] [--levels 1 4 16 64] [--workers 1]
        [--compare-workers 2] [--skip-scifact] [--no-record]
+       python bench/bench_api.py --mixed [--duration 60] [--rounds 3]: reads beside writes and a kill -9,
+       its own section (bench/api_mixed.py)
 The demo index is reused from indexes/demo (`make demo-index` builds it), SciFact's from
 indexes/scifact (`python -m search.eval --beir DATA/scifact --index indexes/scifact --build`);
 neither is modified.
@@ -46,6 +48,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import httpx2 as httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench import api_mixed  # noqa: E402
 from bench.record import markdown_table, record  # noqa: E402
 from data.beir import load_beir_qrels, load_beir_queries  # noqa: E402
 from data.paths import PROJECT_ROOT, shared_data_dir  # noqa: E402
@@ -97,14 +100,15 @@ class Level:
 
 
 async def load(base: str, queries: list[str], level: Level, duration_s: float, max_requests: int,
-               until: asyncio.Event | None = None) -> Level:
-    """`level.clients` clients, each sending its next request once the last one is answered, for
-    `duration_s` seconds (or until `until` is set, when given) and at most `max_requests` requests.
+               until: asyncio.Event | None = None, path: str = "/search",
+               headers: dict[str, str] | None = None) -> Level:
+    """`level.clients` clients, each POSTing its next search to `path` once the last one is answered,
+    for `duration_s` seconds (or until `until` is set, when given) and at most `max_requests` requests.
     Adds to what `level` holds, so a level can run in several rounds."""
     level.load_avgs.append(os.getloadavg()[0])
     sent, first = 0, level.requests
     limits = httpx.Limits(max_connections=level.clients, max_keepalive_connections=level.clients)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits, headers=headers) as client:
         started = time.perf_counter()
         deadline = started + duration_s
 
@@ -120,7 +124,7 @@ async def load(base: str, queries: list[str], level: Level, duration_s: float, m
                 sent += 1
                 t0 = time.perf_counter()
                 try:
-                    response = await client.post("/search", json={"q": query, "k": 10})
+                    response = await client.post(path, json={"q": query, "k": 10})
                     ok = response.status_code == 200
                     detail = "" if ok else f"{response.status_code} {response.text[:200]}"
                 except httpx.HTTPError as err:
@@ -296,7 +300,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild-clients", type=int, default=16)
     parser.add_argument("--skip-scifact", action="store_true")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--mixed", action="store_true",
+                        help="instead: 16 readers beside 1 writer, then a kill -9 mid-write (bench/api_mixed.py); "
+                        "--duration is then the whole mixed run's length")
     args = parser.parse_args(argv)
+    command = " ".join(["python bench/bench_api.py", *(argv if argv is not None else sys.argv[1:])])
+    if args.mixed:
+        with tempfile.TemporaryDirectory(prefix="bench_api_mixed_") as tmp:
+            result = api_mixed.run_mixed(args.demo_index, Path(tmp), args.duration, args.rounds)
+        return api_mixed.report(result, args.duration, args.rounds, command, not args.no_record)
 
     targets = [("demo", args.demo_index, DEMO_QUERIES)]
     if not args.skip_scifact:
@@ -392,8 +404,7 @@ def main(argv: list[str] | None = None) -> int:
             "the requests waiting for their turn hold no thread, so /health and /stats answer at once, and "
             f"latency grows with the queue (p50 ≈ clients × search time). {workers_note}"
         )
-        record("bench_api", "HTTP API under load (bench_api)", body,
-               command=" ".join(["python bench/bench_api.py", *(argv if argv is not None else sys.argv[1:])]))
+        record("bench_api", "HTTP API under load (bench_api)", body, command=command)
     return 1 if errors else 0
 
 

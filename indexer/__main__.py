@@ -37,6 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     build.add_argument("--passage-tokens", type=int, default=None, help="tokens per passage (default: the index's, or what the model reads for a new index)")
     build.add_argument("--overlap", type=int, default=None,
                        help="tokens shared by consecutive passages (default: the index's, or 32 for a new index)")
+    build.add_argument("--keep-short-tails", action="store_true",
+                       help="cut a document's last few tokens into a short passage of their own (by default, "
+                            "under a quarter of a passage, they are read with the text before them)")
     build.add_argument("--no-titles", action="store_true",
                        help="embed passages without their document title (a new index, or with --rebuild)")
     build.add_argument("--csv-id", default="id", help="CSV column holding the document id")
@@ -90,6 +93,7 @@ def config_from_args(args: argparse.Namespace) -> IndexConfig:
         passage_tokens=args.passage_tokens,
         overlap_tokens=args.overlap,
         embed_titles=False if args.no_titles else None,
+        merge_short_tails=not args.keep_short_tails,
         csv_id_column=args.csv_id,
         csv_title_column=args.csv_title,
         csv_text_column=args.csv_text,

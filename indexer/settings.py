@@ -45,6 +45,13 @@ def index_dir() -> Path:
     return _path(_text("SEMSEARCH_INDEX") or str(DEFAULT_INDEX))
 
 
+def collections_root() -> Path:
+    """SEMSEARCH_ROOT: the folder whose index folders the app offers as collections (default: the
+    folder that holds SEMSEARCH_INDEX, so `indexes/` for the demo, as `search.api --root indexes`)."""
+    value = _text("SEMSEARCH_ROOT")
+    return _path(value) if value else index_dir().parent
+
+
 def db_url() -> str | None:
     """SEMSEARCH_DB: the SQLAlchemy URL for an index whose database needs a password; None when unset."""
     return os.environ.get("SEMSEARCH_DB") or None

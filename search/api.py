@@ -38,6 +38,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
 
 from indexer import settings
+from indexer.build.collections import COLLECTION_NAME, COLLECTION_NAME_RULE, CollectionSettings
 from indexer.errors import IndexNotFoundError
 from indexer.layout import MANIFEST
 from search.api_answers import (
@@ -52,8 +53,6 @@ from search.api_answers import (
     stats_of,
 )
 from search.api_collection_models import (
-    COLLECTION_NAME,
-    COLLECTION_NAME_RULE,
     MAX_WRITE_DOCUMENTS,
     CollectionOut,
     CollectionSettingsIn,
@@ -63,11 +62,7 @@ from search.api_collection_models import (
     DocumentsRequest,
     WriteResponse,
 )
-from search.api_collections import (
-    Collection,
-    Collections,
-    CollectionSettings,
-)
+from search.api_collections import Collection, Collections
 from search.api_documents import (
     delete_documents,
     delete_request,

@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 
+from indexer.build.collections import CollectionSettings
 from indexer.errors import IndexerError, IndexNotFoundError
 from indexer.model_spec import ModelSpec
 from indexer.store.sql_store import shown_url
@@ -25,7 +26,6 @@ from search.api_collection_models import (
 from search.api_collections import (
     Collection,
     Collections,
-    CollectionSettings,
     check_name,
     single_index,
 )

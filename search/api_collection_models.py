@@ -16,11 +16,6 @@ from indexer.sources.documents import MAX_ID_CHARS
 from indexer.store import metadata_filter
 from search.api_models import FILTER_REF, HAS_WORDS, LocationOut
 
-# A collection name: a folder under --root. Letters, digits, '-' and '_' only, so that no name
-# is a path ('..', '/'), a hidden file or a name that differs by case on one disk only.
-COLLECTION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
-COLLECTION_NAME_RULE = ("a collection name is 1 to 64 letters, digits, '-' or '_', starting with a letter "
-                        "or digit (for example 'support-en')")
 # Documents in one POST /collections/{name}/documents (422 above it): one commit, one embedding batch.
 MAX_WRITE_DOCUMENTS = 64
 # Ids in one POST /collections/{name}/documents/delete.

@@ -13,76 +13,36 @@ flight to finish, then closes it and removes its folder.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
-import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from indexer.layout import MANIFEST
-from indexer.store.ann import KINDS, VectorIndexConfig
-from search.api_collection_models import COLLECTION_NAME, COLLECTION_NAME_RULE
+from indexer.build.collections import (
+    COLLECTION_NAME_RULE,
+    SETTINGS_FILE,
+    CollectionSettings,
+    is_collection,
+    is_collection_name,
+)
 from search.api_errors import ApiError
 from search.shared_models import SharedModels
 
 logger = logging.getLogger(__name__)
 
-SETTINGS_FILE = "collection.json"
+__all__ = ["SETTINGS_FILE", "Collection", "CollectionSettings", "Collections", "check_name", "is_collection"]
+
 # How long DELETE /collections/{name} waits for the requests in flight before answering 503.
 DRAIN_SECONDS = 60.0
-_NAME = re.compile(COLLECTION_NAME)
 
 
 def check_name(name: str) -> str:
     """`name` if it can name a collection folder; else a 400 that gives the rule."""
-    if not _NAME.fullmatch(name):
+    if not is_collection_name(name):
         raise ApiError(400, "invalid_collection_name", f"{name[:80]!r} cannot name a collection: {COLLECTION_NAME_RULE}.")
     return name
-
-
-@dataclass(frozen=True)
-class CollectionSettings:
-    """How a collection is built: its model (None: the service's default), FAISS index type
-    (None: auto) and database URL (None: SQLite in its folder). Kept in `collection.json`,
-    readable by the service's user only, since a database URL may hold a password."""
-
-    model: str | None = None
-    index_type: str | None = None
-    db_url: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.index_type is not None and self.index_type not in KINDS:
-            raise ValueError(f"Unknown index_type {self.index_type!r}. Valid: {', '.join(KINDS)}.")
-
-    @property
-    def vector_index(self) -> VectorIndexConfig | None:
-        return None if self.index_type is None else VectorIndexConfig(kind=self.index_type)
-
-    def save(self, folder: Path) -> None:
-        path = folder / SETTINGS_FILE
-        tmp = path.with_name(f".{SETTINGS_FILE}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(asdict(self), fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-
-    @classmethod
-    def load(cls, folder: Path) -> CollectionSettings:
-        """The folder's settings; the defaults for an index built by `python -m indexer build`."""
-        try:
-            found = json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return cls()
-        except (OSError, ValueError) as err:
-            raise ValueError(f"{folder / SETTINGS_FILE} cannot be read ({err}); fix or delete it.") from err
-        return cls(**{key: found.get(key) for key in ("model", "index_type", "db_url")})
 
 
 class Collection:
@@ -151,7 +111,7 @@ class Collections:
         with self._lock:
             if self.root is not None and self.root.is_dir():
                 for folder in sorted(self.root.iterdir()):
-                    if folder.name not in self._all and _NAME.fullmatch(folder.name) and is_collection(folder):
+                    if folder.name not in self._all and is_collection_name(folder.name) and is_collection(folder):
                         try:
                             self._add(folder.name, folder, CollectionSettings.load(folder))
                         except ValueError as err:
@@ -209,10 +169,6 @@ class Collections:
     def close(self) -> None:
         for collection in list(self._all.values()):
             collection.service.close()
-
-
-def is_collection(folder: Path) -> bool:
-    return folder.is_dir() and ((folder / MANIFEST).is_file() or (folder / SETTINGS_FILE).is_file())
 
 
 def single_index() -> ApiError:

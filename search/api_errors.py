@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from search.api_collection_models import COLLECTION_NAME_RULE
+from indexer.build.collections import COLLECTION_NAME_RULE
 from search.api_models import (
     MAX_BODY_BYTES,
     MAX_HEADER_BYTES,

@@ -16,11 +16,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data.paths import PROJECT_ROOT
-from indexer import IndexConfig, build_index
+from indexer import IndexConfig, build_index, settings
 from search import similarity
 from search.config import SearchConfig, shipped_reranker
 from search.rerank import load_rerank_config, resolve_reranker
 from tests.search.helpers import build_tiny_cross_encoder, without_bm25
+from ui.collections import NEW_COLLECTION
 from ui.highlight import escape_markdown
 from ui.search_page import DETAILS
 
@@ -388,7 +389,7 @@ def test_upload_adds_documents_and_warns_about_a_bad_file(private_index: Path) -
     assert not at.error
     assert at.sidebar.success[0].value == (
         "Added 1 new document and updated 0 documents from 1 of 2 files; 1 skipped (below) (1 passage embedded). "
-        "The index now holds 5 documents."
+        "Collection index now holds 5 documents."
     )
     warnings = [w.value for w in at.sidebar.warning]
     assert len(warnings) == 1 and warnings[0].startswith("Skipped scan.txt: binary file")
@@ -540,7 +541,7 @@ def test_hybrid_offers_fusion_method_and_weight(demo_index: Path, monkeypatch: p
     assert not at.exception
     assert at.slider(key="fusion_weight").value == SearchConfig().fusion_for("minmax").weight
     at.radio(key="mode").set_value("dense").run()
-    assert [s.key for s in at.selectbox] == ["filter_field"], "fusion only applies to hybrid"
+    assert [s.key for s in at.main.selectbox] == ["filter_field"], "fusion only applies to hybrid"
 
 
 def test_the_fusion_choice_survives_runs_that_do_not_draw_its_widgets(
@@ -822,3 +823,54 @@ def test_a_link_value_the_checks_refuse_is_replaced_and_the_page_says_so(
     assert not at.exception
     assert (int(at.session_state["k"]), at.session_state["mode"]) == (k, mode)
     assert any(said in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_the_sidebar_opens_any_collection_under_the_root_and_a_link_keeps_it(
+    private_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "notes_source"
+    source.mkdir()
+    (source / "violin.txt").write_text("The violin is a string instrument played with a bow.", encoding="utf-8")
+    build_index(IndexConfig(source=source, index_dir=tmp_path / "notes", show_progress=False))
+    (tmp_path / "not-an-index").mkdir()  # a folder without an index is no collection
+    monkeypatch.setenv("SEMSEARCH_ROOT", str(tmp_path))
+    at = run_app()
+    assert at.sidebar.selectbox(key="collection").options == ["index", "notes"]
+    assert at.sidebar.selectbox(key="collection").value == "index", "SEMSEARCH_INDEX opens first"
+    assert metrics(at)["Documents"] == "4"
+    at.sidebar.selectbox(key="collection").select("notes").run()
+    at.text_input(key="query").input("bowed string instrument").run()
+    assert not at.exception and metrics(at)["Documents"] == "1"
+    assert result_titles(at) == ["violin"]
+    assert at.query_params["collection"] == "notes", "a shared link keeps the collection"
+
+    linked = run_app({"collection": "notes", "q": "string instrument"})
+    assert linked.sidebar.selectbox(key="collection").value == "notes"
+    assert result_titles(linked) == ["violin"]
+
+
+def test_uploads_from_the_demo_go_to_a_collection_of_their_own(
+    private_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(settings, "DEFAULT_INDEX", private_index)  # this copy plays the demo index
+    at = run_app()
+    assert at.sidebar.selectbox(key="upload_target").value == NEW_COLLECTION
+    assert at.sidebar.text_input(key="new_collection_name").value == "my-documents"
+    at.file_uploader(key="uploads").set_value(
+        ("violin.txt", b"The violin is a string instrument played with a bow.", "text/plain")).run()
+    at.sidebar.text_input(key="new_collection_name").input("../escape").run()
+    assert "cannot name a collection" in at.sidebar.error[0].value
+    assert at.sidebar.button(key="index_uploads").disabled, "no upload under a name that is not a folder's"
+    at.sidebar.text_input(key="new_collection_name").input("my-documents").run()
+    index_uploads_and_wait(at)
+    assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
+    assert at.sidebar.success[0].value.endswith(f"Collection {escape_markdown('my-documents')} now holds 1 document.")
+    assert metrics(at)["Documents"] == "4", "the demo index took nothing"
+    assert (tmp_path / "my-documents" / "uploads" / "violin.txt").is_file()
+    assert not (private_index / "uploads").exists()
+
+    at.sidebar.button(key="open_upload_target").click().run()
+    at.text_input(key="query").input("bowed string instrument").run()
+    assert at.sidebar.selectbox(key="collection").value == "my-documents"
+    assert metrics(at)["Documents"] == "1" and result_titles(at) == ["violin"]
+    assert at.sidebar.selectbox(key="upload_target").value == "my-documents", "uploads follow the collection"

@@ -21,17 +21,20 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from data.paths import PROJECT_ROOT
+from indexer.layout import IndexLayout
 from search import SearchConfig
 from tests.indexer.sources.formats.samples import PAGE_TEXTS, write_pdf
 
@@ -99,8 +102,14 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class App:
+    url: str
+    index: Path
+
+
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     """`streamlit run app.py` with no index yet and a source to build it from, as `make run` starts
     it on a fresh clone: the first page view starts the build, in chunks, in the background."""
     if browser_path() is None:
@@ -118,18 +127,18 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
            "HF_HUB_OFFLINE": "1", "SEMSEARCH_BUILD_SOURCE": str(source),
            "SEMSEARCH_BUILD_STAMP": str(root / "built")}
     log = (root / "streamlit.log").open("w")
-    app = subprocess.Popen(
+    server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "app.py"),
          "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
          "--browser.gatherUsageStats", "false"],
         cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        wait_for_url(f"http://127.0.0.1:{port}/_stcore/health", START_TIMEOUT_S, app)
-        yield f"http://127.0.0.1:{port}"
+        wait_for_url(f"http://127.0.0.1:{port}/_stcore/health", START_TIMEOUT_S, server)
+        yield App(f"http://127.0.0.1:{port}", root / "index")
     finally:
-        app.terminate()
-        app.wait(timeout=30)
+        server.terminate()
+        server.wait(timeout=30)
         log.close()
 
 
@@ -262,24 +271,52 @@ UPLOAD_BAR = """[...document.querySelectorAll('[data-testid="stSidebar"] [data-t
     .map(e => e.innerText).join(' ')"""
 
 
-async def watch_first_build(page: DevTools, screenshots: Path) -> tuple[list[dict], Path]:
-    """What the page showed, every quarter second, from the first view until the build ended and
-    the counters show all its documents."""
+def committed(index: Path) -> tuple[int, int] | None:
+    """(passages committed, pid of the build) of a build growing `index` in chunks, from the file
+    it writes after each commit but the last; None before the first and after the last."""
+    try:
+        found = json.loads(IndexLayout(index).progress_file.read_text())
+        return int(found["done"]), int(found["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+async def watch_first_build(page: DevTools, index: Path, screenshots: Path) -> tuple[list[dict], Path]:
+    """What the page showed, every quarter second or sooner, from the first view until the build
+    ended and the counters show all its documents.
+
+    After each commit but the last, the build's process is paused (SIGSTOP) until the page shows
+    a new Documents count, then resumed: on a fast machine the whole build took less time than
+    one run of the page, and the test saw the bar end before any counter; a pause makes the
+    build as slow as the test needs without changing what the page must do (follow commits,
+    without a click). A page that never follows a commit fails at the deadline."""
     seen: list[dict] = []
     shot = None
     deadline = time.monotonic() + 4 * STEP_TIMEOUT_S
-    while True:
-        view = await page.evaluate(BUILD_VIEW)
-        seen.append(view)
-        if view["done"] and view["documents"] == f"{len(DOCS) + FILLERS:,}":
-            return seen, shot or await page.screenshot(screenshots / "first-build.png")
-        if shot is None and view["documents"] is not None and view["bars"]:
-            shot = await page.screenshot(screenshots / "first-build.png")
-        if time.monotonic() > deadline:
-            text = await page.evaluate("document.body.innerText.slice(0, 3000)")
-            raise AssertionError(f"the first build did not end, or its counters did not follow; the page "
-                                 f"showed {seen[-1]} and reads:\n{text}")
-        await asyncio.sleep(0.25)
+    last_commit, paused, shown_when_paused = 0, None, None
+    try:
+        while True:
+            view = await page.evaluate(BUILD_VIEW)
+            seen.append(view)
+            if view["done"] and view["documents"] == f"{len(DOCS) + FILLERS:,}":
+                return seen, shot or await page.screenshot(screenshots / "first-build.png")
+            if shot is None and view["documents"] is not None and view["bars"]:
+                shot = await page.screenshot(screenshots / "first-build.png")
+            if paused is not None and view["documents"] not in (None, shown_when_paused) and view["bars"]:
+                os.kill(paused, signal.SIGCONT)
+                paused = None
+            if paused is None and (commit := committed(index)) is not None and commit[0] > last_commit:
+                last_commit, paused, shown_when_paused = commit[0], commit[1], view["documents"]
+                os.kill(paused, signal.SIGSTOP)
+            if time.monotonic() > deadline:
+                text = await page.evaluate("document.body.innerText.slice(0, 3000)")
+                raise AssertionError(f"the first build did not end, or its counters did not follow; "
+                                     f"the page showed {seen[-1]} and reads:\n{text}")
+            await asyncio.sleep(0.05 if paused is None else 0.25)
+    finally:
+        if paused is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(paused, signal.SIGCONT)
 
 
 def check_first_build(seen: list[dict]) -> None:
@@ -321,13 +358,13 @@ async def search_during_upload(page: DevTools, query_box: str, upload: Path,
     return bars, shot
 
 
-async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Path]:
+async def drive_app(app: App, screenshots: Path, tmp_path: Path) -> dict[str, Path]:
     shots: dict[str, Path] = {}
     with chromium(tmp_path / "profile") as port:
-        connection, page = await open_page(port, url)
+        connection, page = await open_page(port, app.url)
         async with connection:
             # The first build: the search box appears with the first commit, the counters follow.
-            seen, shots["first-build"] = await watch_first_build(page, screenshots)
+            seen, shots["first-build"] = await watch_first_build(page, app.index, screenshots)
             check_first_build(seen)
             # Search: type a query, hits appear with titles, relevance labels and highlights.
             query_box = 'input[aria-label="Query"]'
@@ -339,11 +376,12 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             highlights = await page.evaluate(HIGHLIGHTS)
             assert {"boil", "pasta"} <= {h.lower() for h in highlights}, highlights
             # The bi-encoder loads in the background: the first answer may be BM25 without labels,
-            # and the page searches again by itself once the model is ready.
+            # and the page searches again by itself once the model is ready. Each hit's details
+            # are drawn after all the hits (ui/search_page.show_hits), so the page is read once both are.
             body = await page.wait_for(
-                "(() => { const b = document.body.innerText; return b.includes('strong match') ? b : null; })()",
-                "the relevance labels, once the model has loaded")
-            assert "Full passage and scores" in body
+                "(() => { const b = document.body.innerText; return b.includes('strong match') "
+                "&& b.includes('Full passage and scores') ? b : null; })()",
+                "the relevance labels, once the model has loaded, and each hit's details")
             assert "fused" not in body, "raw scores stay in the details"
             # The dense share shows the default: a rerun that cut a run short (typing, the model
             # arriving) once left the method set and the share at the slider's minimum, 0.
@@ -427,7 +465,7 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             await page.wait_for(
                 """document.querySelector('[data-testid="stSidebar"]').innerText.includes('nature.pdf')""",
                 "the PDF in the upload list")
-            indexed = f"document.body.innerText.includes('The index now holds {len(DOCS) + FILLERS + 2:,} documents')"
+            indexed = f"document.body.innerText.includes('Collection index now holds {len(DOCS) + FILLERS + 2:,} documents')"
             for attempt in range(3):
                 await page.wait_for(
                     """[...document.querySelectorAll('[data-testid="stSidebar"] button')]
@@ -465,8 +503,8 @@ async def drive_app(url: str, screenshots: Path, tmp_path: Path) -> dict[str, Pa
     return shots
 
 
-def test_search_compare_and_upload_in_a_real_browser(app_url: str, screenshots: Path, tmp_path: Path) -> None:
-    shots = asyncio.run(drive_app(app_url, screenshots, tmp_path))
+def test_search_compare_and_upload_in_a_real_browser(app: App, screenshots: Path, tmp_path: Path) -> None:
+    shots = asyncio.run(drive_app(app, screenshots, tmp_path))
     for name, path in shots.items():
         assert path.stat().st_size > 10_000, f"the {name} screenshot is nearly empty"
 

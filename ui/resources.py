@@ -95,8 +95,9 @@ def preload_default_model() -> threading.Thread:
 
 
 def background_build(folder: Path) -> BackgroundBuild | None:
-    """The build SEMSEARCH_BUILD_SOURCE asks for (relative to the repository root), if any."""
+    """The build SEMSEARCH_BUILD_SOURCE asks for (relative to the repository root), if any: only
+    ever into SEMSEARCH_INDEX, whichever collection the page shows."""
     source = settings.build_source()
-    if source is None:
+    if source is None or folder != index_dir():
         return None
     return start_background_build(str(source), str(folder), settings.build_stamp())

@@ -182,7 +182,7 @@ def search_page(folder: Path) -> None:
     if result is not None and result.stats is not None:
         stats = result.stats
     # The app's own build (first build, upload) shows its bar; the index's progress file is the same build's.
-    own_build = background_running(folder) or upload_running()
+    own_build = background_running(folder) or upload_running(folder)
     show_stats(stats_area, stats, None if own_build else searcher.build_progress())
     remember_drawn(stats)
     if result is not None:

@@ -1,4 +1,5 @@
-"""The sidebar's "Add documents": upload files, map a CSV's columns, index them into the open index."""
+"""The sidebar's "Add documents": upload files, map a CSV's columns, choose the collection they go
+into (`ui.collections.upload_target`), and index them there in the background."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from pathlib import Path
 import streamlit as st
 
 from indexer import IndexerError
+from indexer.build.collections import CollectionSettings
 from ui.background_build import BuildStatus
+from ui.collections import open_after_upload, upload_target
 from ui.commit_watch import rerun_when_a_commit_lands
 from ui.csv_columns import (
     CsvMapping,
@@ -29,8 +32,9 @@ UPLOAD_POLL_SECONDS = 1.0
 
 
 def upload_section(folder: Path) -> None:
-    """The uploader and its button; a batch indexes in the background (`ui.uploads.start_upload`)
-    with a bar that moves with the passages embedded, then a notice of what it added and skipped."""
+    """The uploader, where the files go, and its button; a batch indexes in the background
+    (`ui.uploads.start_upload`) with a bar that moves with the passages embedded, then a notice of
+    what it added and skipped. `folder` is the collection the page shows."""
     sidebar = st.sidebar
     sidebar.subheader("Add documents")
     files = sidebar.file_uploader(
@@ -46,12 +50,15 @@ def upload_section(folder: Path) -> None:
         "which of its columns holds the text.",
     )
     mappings, mapped = csv_mapping_controls(files or [])
+    target = upload_target(folder)
     job: UploadBuild | None = st.session_state.get(UPLOAD_BUILD)
     busy = upload_running()
-    if sidebar.button("Index these files", disabled=not files or not mapped or busy, key="index_uploads",
-                      help="Wait for the files being indexed to finish." if busy else None):
+    if sidebar.button("Index these files", disabled=not files or not mapped or busy or target is None,
+                      key="index_uploads", help="Wait for the files being indexed to finish." if busy else None):
+        assert target is not None  # the button is disabled without one
         try:
-            job = start_upload([(f.name, f.getvalue()) for f in files], folder, csv_mappings=mappings)
+            job = start_upload([(f.name, f.getvalue()) for f in files], target, csv_mappings=mappings,
+                               settings=CollectionSettings.load(target))
         except (IndexerError, ValueError) as err:
             st.session_state[UPLOAD_BUILD] = None
             sidebar.error(f"Nothing was added to the index. {err}")
@@ -66,10 +73,12 @@ def upload_section(folder: Path) -> None:
         show_upload_outcome(job)
 
 
-def upload_running() -> bool:
-    """Whether this session's batch of uploads is still indexing."""
+def upload_running(folder: Path | None = None) -> bool:
+    """Whether this session's batch of uploads is still indexing (into `folder`, when named)."""
     job: UploadBuild | None = st.session_state.get(UPLOAD_BUILD)
-    return job is not None and job.status().running
+    if job is None or (folder is not None and job.target != folder):
+        return False
+    return job.status().running
 
 
 @st.fragment(run_every=UPLOAD_POLL_SECONDS)
@@ -79,14 +88,17 @@ def upload_progress(job: UploadBuild, folder: Path) -> None:
     status = job.status()
     if not status.running:
         st.rerun()
-    st.progress(status.fraction, text=upload_progress_text(status, len(job.prepared.saved)))
+    into = None if job.target == folder else job.target.name
+    st.progress(status.fraction, text=upload_progress_text(status, len(job.prepared.saved), into))
     rerun_when_a_commit_lands(folder)
 
 
-def upload_progress_text(status: BuildStatus, files: int) -> str:
+def upload_progress_text(status: BuildStatus, files: int, into: str | None = None) -> str:
+    """The bar's text; `into` names the collection when it is not the one the page shows."""
+    where = f" into {escape_markdown(into)}" if into else ""
     if not status.total:
-        return f"Indexing {plural(files, 'file')} in the background: reading and loading the model…"
-    return (f"Embedded {status.embedded:,} of {status.total:,} passages ({status.elapsed_s:.0f} s); "
+        return f"Indexing {plural(files, 'file')}{where} in the background: reading and loading the model…"
+    return (f"Embedded {status.embedded:,} of {status.total:,} passages{where} ({status.elapsed_s:.0f} s); "
             "searching goes on meanwhile.")
 
 
@@ -96,14 +108,15 @@ def show_upload_outcome(job: UploadBuild) -> None:
     if status.error is not None or result is None:
         st.sidebar.error(f"Nothing was added to the index. {status.error or 'The indexing ended without a report.'}")
         return
-    st.sidebar.success(upload_message(result))
+    st.sidebar.success(upload_message(result, job.target.name))
+    open_after_upload(job.target)
     st.sidebar.caption(result.report.summary())
     for issue in result.issues:
         st.sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
 
 
-def upload_message(result: UploadResult) -> str:
-    """What a batch of uploads added, counting the files read and those skipped apart."""
+def upload_message(result: UploadResult, collection: str) -> str:
+    """What a batch of uploads added to `collection`, counting the files read and those skipped apart."""
     report = result.report
     skipped = {issue.split(":", 1)[0] for issue in result.issues} & set(result.saved)
     files = (f"from {len(result.saved) - len(skipped)} of {plural(len(result.saved), 'file')}; "
@@ -111,7 +124,7 @@ def upload_message(result: UploadResult) -> str:
     return (f"Added {plural(report.documents_added, 'new document')} and updated "
             f"{plural(report.documents_updated, 'document')} {files} "
             f"({plural(report.passages_embedded, 'passage')} embedded). "
-            f"The index now holds {plural(report.total_documents, 'document')}.")
+            f"Collection {escape_markdown(collection)} now holds {plural(report.total_documents, 'document')}.")
 
 
 def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from indexer import BadInputError, IndexConfig, build_index
+from indexer.build.collections import CollectionSettings
 from indexer.layout import IndexLayout
 from indexer.sources.readers import RECORD_SUFFIXES, content_name
 from ui.background_build import BackgroundBuild, BuildCounts, BuildStatus
@@ -117,13 +118,15 @@ def prepare_uploads(
     files: Iterable[tuple[str, bytes]],
     index_dir: Path,
     csv_mappings: Mapping[str, CsvMapping] | None = None,
+    settings: CollectionSettings | None = None,
 ) -> PreparedUploads:
     """Save the uploads, ready to index the uploads folder through the same code path as the CLI.
 
     `csv_mappings` names, per uploaded CSV (by its name as uploaded), the columns that hold
     its text, title and id; such a file is saved with its header renamed to the columns every
     build of the uploads folder reads (`ui.csv_columns.apply_mapping`), so later uploads read
-    it the same way. A mapping that does not fit its file raises ValueError before anything is
+    it the same way. `settings` are the collection's (model, vector index, database), for one
+    created before its first document. A mapping that does not fit its file raises ValueError before anything is
     saved, and so does an upload without a usable name.
     """
     index_dir = Path(index_dir)
@@ -137,8 +140,10 @@ def prepare_uploads(
         raise ValueError(
             "No files were uploaded; choose one or more text files (.txt, .md, a README, ...), .jsonl or .csv files."
         )
-    return PreparedUploads(IndexConfig(source=folder, index_dir=index_dir, prune=False, show_progress=False),
-                           saved)
+    settings = settings or CollectionSettings()
+    config = IndexConfig(source=folder, index_dir=index_dir, prune=False, show_progress=False,
+                         model=settings.model, db_url=settings.db_url, vector_index=settings.vector_index)
+    return PreparedUploads(config, saved)
 
 
 def finish_uploads(prepared: PreparedUploads, counts: BuildCounts) -> UploadResult:
@@ -175,6 +180,7 @@ class UploadBuild:
 
     def __init__(self, prepared: PreparedUploads) -> None:
         self.prepared = prepared
+        self.target = prepared.config.index_dir
         self.build = BackgroundBuild(prepared.config)
         self._result: UploadResult | None = None
         self._finished = False
@@ -200,10 +206,11 @@ def start_upload(
     files: Iterable[tuple[str, bytes]],
     index_dir: Path,
     csv_mappings: Mapping[str, CsvMapping] | None = None,
+    settings: CollectionSettings | None = None,
 ) -> UploadBuild:
-    """Save the uploads and start indexing them in the background; raises ValueError as
-    `prepare_uploads` does, before anything is indexed."""
-    return UploadBuild(prepare_uploads(files, index_dir, csv_mappings))
+    """Save the uploads and start indexing them into `index_dir` in the background; raises
+    ValueError as `prepare_uploads` does, before anything is indexed."""
+    return UploadBuild(prepare_uploads(files, index_dir, csv_mappings, settings))
 
 
 def _forget_whole_file_uploads(folder: Path, names: Iterable[str]) -> None:

@@ -40,6 +40,9 @@ class IndexConfig:
     passage_tokens: int | None = None
     overlap_tokens: int | None = None
     embed_titles: bool | None = None
+    # A document's last few tokens (under a quarter of a passage) are read with the passage
+    # before them rather than as a short passage of their own (`chunking.short_tail_tokens`).
+    merge_short_tails: bool = True
     csv_id_column: str = "id"
     csv_title_column: str = "title"
     csv_text_column: str = "text"

@@ -33,7 +33,7 @@ from indexer.build.report import BuildReport, ProgressCallback
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
-from indexer.sources.chunking import left_out, split_into_sections
+from indexer.sources.chunking import left_out, short_tail_tokens, split_into_sections
 from indexer.sources.documents import Document, PassageSpan
 from indexer.sources.passage_text import (  # noqa: F401  embedded_title: imported from here by tests and benches
     bi_encoder_input,
@@ -142,10 +142,11 @@ class PassageCutter:
     first commit of a large build lands without cutting the whole source first.
     """
 
-    def __init__(self, tokenizer, passage_tokens: int, overlap_tokens: int) -> None:
+    def __init__(self, tokenizer, passage_tokens: int, overlap_tokens: int, min_tail_tokens: int = 0) -> None:
         self.tokenizer = tokenizer
         self.passage_tokens = passage_tokens
         self.overlap_tokens = overlap_tokens
+        self.min_tail_tokens = min_tail_tokens
         self.cut: dict[str, list[PassageSpan]] = {}
         self.warnings: list[str] = []  # stretches left out of passages, one line each
 
@@ -153,7 +154,7 @@ class PassageCutter:
         spans = self.cut.get(doc.doc_id)
         if spans is None:
             spans = split_into_sections(doc.text, [h.start for h in doc.outline.headings], self.tokenizer,
-                                        self.passage_tokens, self.overlap_tokens)
+                                        self.passage_tokens, self.overlap_tokens, self.min_tail_tokens)
             self.cut[doc.doc_id] = spans
             for start, end in left_out(doc.text, spans):
                 self.warnings.append(
@@ -186,7 +187,8 @@ class ModelEmbedder(Embedder):
         if self.cutter is not None:
             return meta
         chunking = chunking_for(self.config, self.model, tx.info)
-        self.cutter = PassageCutter(self.model.tokenizer, chunking.passage_tokens, chunking.overlap_tokens)
+        self.cutter = PassageCutter(self.model.tokenizer, chunking.passage_tokens, chunking.overlap_tokens,
+                                    short_tail_tokens(chunking.passage_tokens, self.config.merge_short_tails))
         self.warnings = self.cutter.warnings
         self.embed_titles = chunking.embed_titles
         return dataclasses.replace(meta, passage_tokens=chunking.passage_tokens,

@@ -23,6 +23,8 @@ WINDOW_CHARS = 100_000
 # Ordinary long words and URLs stay inside their passages (BERT's WordPiece already reads
 # any word over 100 characters as `[UNK]`).
 LONG_TOKEN_CHARS = 1000
+# A tail of fewer than max_tokens // SHORT_TAIL_DIVISOR tokens is read with the passage before it.
+SHORT_TAIL_DIVISOR = 4
 # Whitespace that splits words for every tokenizer we use (BERT's, SentencePiece's, byte-level BPE's).
 _CUT_CHARS = (" ", "\n", "\t", "\r")
 
@@ -72,6 +74,7 @@ def split_into_passages(
     overlap_tokens: int,
     *,
     window_chars: int = WINDOW_CHARS,
+    min_tail_tokens: int = 0,
 ) -> list[PassageSpan]:
     """Character spans of `text`, each at most `max_tokens` tokens, consecutive ones overlapping.
 
@@ -80,6 +83,11 @@ def split_into_passages(
     as each window's second half holds whitespace to cut at. A token longer than
     `LONG_TOKEN_CHARS` characters is left out: passages end before it and resume after it,
     without overlap (`left_out` finds such stretches).
+
+    When fewer than `min_tail_tokens` tokens follow a passage, they are no passage of their
+    own (an author's address after a man page, say, whose embedding the title prefix would
+    dominate): the last passage ends where the text ends and starts as far back as `max_tokens`
+    allows, so the tail is read with the text before it (`short_tail_tokens`).
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens ({max_tokens}) must be at least 1.")
@@ -112,6 +120,12 @@ def split_into_passages(
         spans.append(PassageSpan(len(spans), tokens.start_char(start), tokens.end_char(end - 1)))
         if not more:
             return spans
+        if cut is None and min_tail_tokens > 0 and not tokens.has(end + min_tail_tokens - 1):
+            total = tokens.loaded  # every token is loaded now
+            if tokens.first_long(end, total) is None:
+                last = tokens.next_word_start(max(total - max_tokens, start + 1), total)
+                spans.append(PassageSpan(len(spans), tokens.start_char(last), tokens.end_char(total - 1)))
+                return spans
         if cut is None:
             next_start = max(end - overlap_tokens, start + 1)
             snapped_start = tokens.word_start(next_start, start + 1)
@@ -185,6 +199,15 @@ class _TokenStream:
             i -= 1
         return i
 
+    def next_word_start(self, i: int, upper: int) -> int:
+        """Move i forward to the first token of the next word unless it starts one, below `upper`."""
+        while i < upper and i > self.base:
+            word = self.word_ids[i - self.base]
+            if word is None or word != self.word_ids[i - 1 - self.base]:
+                break
+            i += 1
+        return i
+
     def forget_before(self, start: int) -> None:
         if start - self.base > len(self.offsets) // 2:
             del self.offsets[: start - self.base], self.word_ids[: start - self.base]
@@ -208,22 +231,30 @@ def section_groups(length: int, heading_starts: Sequence[int], min_chars: int) -
     return groups
 
 
+def short_tail_tokens(max_tokens: int, merge: bool = True) -> int:
+    """The tail under which the last passage takes text from the one before: a quarter of a
+    passage (`bench/bench_short_tail.py` measured it on the dev sets); 0 when `merge` is off."""
+    return max_tokens // SHORT_TAIL_DIVISOR if merge else 0
+
+
 def split_into_sections(
     text: str,
     heading_starts: Sequence[int],
     tokenizer,
     max_tokens: int,
     overlap_tokens: int,
+    min_tail_tokens: int = 0,
 ) -> list[PassageSpan]:
     """`split_into_passages` within each section, so that no passage straddles a heading and each
     passage's heading path is the section it holds. A section shorter than about a quarter of a
     passage (`max_tokens` characters, at roughly four characters a token) joins the next. Without
     headings, the spans are exactly `split_into_passages`'."""
     if not heading_starts:
-        return split_into_passages(text, tokenizer, max_tokens, overlap_tokens)
+        return split_into_passages(text, tokenizer, max_tokens, overlap_tokens, min_tail_tokens=min_tail_tokens)
     spans: list[PassageSpan] = []
     for start, end in section_groups(len(text), heading_starts, max_tokens):
-        for span in split_into_passages(text[start:end], tokenizer, max_tokens, overlap_tokens):
+        for span in split_into_passages(text[start:end], tokenizer, max_tokens, overlap_tokens,
+                                        min_tail_tokens=min_tail_tokens):
             spans.append(PassageSpan(len(spans), span.start_char + start, span.end_char + start))
     return spans
 

@@ -80,7 +80,7 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
     from indexer.build.config import IndexConfig
     from indexer.build.pipeline import chunking_for
     from indexer.embedding import load_bi_encoder
-    from indexer.sources.chunking import split_into_passages
+    from indexer.sources.chunking import short_tail_tokens, split_into_passages
     from indexer.sources.documents import Document
     from indexer.store.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
 
@@ -88,8 +88,8 @@ def test_obvious_queries_find_their_module_in_the_top_3(demo_docs):
     docs = [Document(doc_id=d["id"], title=d["title"], text=d["text"], source="demo") for d in demo_docs]
     config = IndexConfig(source=Path("."), index_dir=Path("."))
     chunking = chunking_for(config, model, None)
-    spans = [split_into_passages(doc.text, model.tokenizer, chunking.passage_tokens, chunking.overlap_tokens)
-             for doc in docs]
+    spans = [split_into_passages(doc.text, model.tokenizer, chunking.passage_tokens, chunking.overlap_tokens,
+                                 min_tail_tokens=short_tail_tokens(chunking.passage_tokens)) for doc in docs]
     owners, texts = [], []
     for doc, doc_spans in zip(docs, spans, strict=True):
         for span in doc_spans:

@@ -10,10 +10,11 @@ def test_the_upload_message_counts_read_and_skipped_files_apart() -> None:
     result = UploadResult(report, saved=["a.txt", "b.png", "c.pdf", "d.zip"],
                           issues=["b.png: binary file (a PNG image)", "c.pdf: encrypted PDF",
                                   "d.zip: a ZIP archive that is not a Word file"])
-    assert upload_message(result) == ("Added 1 new document and updated 0 documents from 1 of 4 files; "
-                                      "3 skipped (below) (3 passages embedded). The index now holds 7 documents.")
+    assert upload_message(result, "notes") == (
+        "Added 1 new document and updated 0 documents from 1 of 4 files; 3 skipped (below) (3 passages "
+        "embedded). Collection notes now holds 7 documents.")
     clean = UploadResult(report, saved=["a.txt"], issues=[])
-    assert "from 1 file (3 passages embedded)" in upload_message(clean)
+    assert "from 1 file (3 passages embedded)" in upload_message(clean, "notes")
 
 
 def test_the_upload_bar_counts_passages_embedded_once_the_build_has_a_total(tmp_path) -> None:
@@ -22,3 +23,5 @@ def test_the_upload_bar_counts_passages_embedded_once_the_build_has_a_total(tmp_
                                                  "loading the model…")
     embedding = BuildStatus(source=tmp_path, embedded=120, total=314)
     assert upload_progress_text(embedding, 1).startswith("Embedded 120 of 314 passages (")
+    assert upload_progress_text(embedding, 1, "my_notes").startswith(
+        "Embedded 120 of 314 passages into my\\_notes ("), "another collection is named, escaped"

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from indexer import BadInputError, BuildInterrupted, Index, IndexConfig, build_index
-from indexer.sources.chunking import split_into_passages
+from indexer.sources.chunking import short_tail_tokens, split_into_passages
 from indexer.sources.readers import read_documents
 from indexer.store.schema import DocumentRow, PassageRow
 from indexer.store.sql_store import make_engine
@@ -90,7 +90,8 @@ def check_state(index_dir: Path, expected: dict[str, str], tokenizer, overlap: i
     for doc_id, text in expected.items():
         stored_text, passages = state[doc_id]
         assert stored_text == text, doc_id
-        spans = split_into_passages(text, tokenizer, PASSAGE_TOKENS, overlap)
+        spans = split_into_passages(text, tokenizer, PASSAGE_TOKENS, overlap,
+                                    min_tail_tokens=short_tail_tokens(PASSAGE_TOKENS))
         assert [(p[0], p[1]) for p in passages] == [(s.start_char, s.end_char) for s in spans], doc_id
         assert all(p[2] == text[p[0]:p[1]] for p in passages), doc_id
         assert passages, f"{doc_id} is stored without a passage"

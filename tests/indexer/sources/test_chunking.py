@@ -115,6 +115,22 @@ def test_long_text_across_many_window_borders_covers_it_in_order_within_budget(t
     assert spans == whole_text_spans(text, tokenizer, 30, 5)
 
 
+@pytest.mark.parametrize("text", [*TEXTS, " ".join(f"w{i % 97}ord{i}" for i in range(3000))])
+@pytest.mark.parametrize("tail_words", [0, 1, 3, 9])
+def test_a_short_tail_is_read_with_the_text_before_it(tokenizer, text, tail_words):
+    text = text + " closing" * tail_words
+    plain = split_into_passages(text, tokenizer, 40, 8, window_chars=1000)
+    merged = split_into_passages(text, tokenizer, 40, 8, window_chars=1000, min_tail_tokens=10)
+    check_spans(text, merged, tokenizer, 40)
+    assert len(merged) <= len(plain) and merged[:-1] == plain[: len(merged) - 1], "only the end changes"
+    # A word here is at most 5 tokens: snapping to words costs the last passage at most two of them.
+    for prev, cur in zip(merged, merged[1:], strict=False):
+        assert n_tokens(tokenizer, text[prev.end_char : cur.end_char]) >= 10 or cur is merged[-1] and \
+            n_tokens(tokenizer, text[cur.start_char : cur.end_char]) >= 40 - 2 * 5, "no short passage at the end"
+    if len(plain) > 1 and n_tokens(tokenizer, text[plain[-2].end_char : plain[-1].end_char]) < 10:
+        assert merged[-1].start_char < plain[-1].start_char, "the short tail took text from before it"
+
+
 def test_window_without_whitespace_is_cut_where_it_ends(tokenizer):
     text = ("abc," * 3000) + " tail words here"  # 12,000 characters with no whitespace to cut at
     spans = split_into_passages(text, tokenizer, 50, 10, window_chars=1000)
