@@ -82,7 +82,7 @@ lint: $(DEV_STAMP)
 test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 bench: $(DEV_STAMP)
 	$(PY) bench/bench_indexing.py

@@ -33,3 +33,27 @@ def test_library_info_lines_stay_out_of_the_console(topic_corpus, tmp_path, tiny
     assert "documents" in done.stdout
     for library in ("INFO faiss.loader", "INFO sentence_transformers"):
         assert library not in done.stderr, done.stderr[-800:]
+
+
+def test_a_short_tail_is_read_with_the_text_before_it_unless_the_cli_keeps_it(tmp_path, tiny_model):
+    from indexer.index import Index
+
+    source = tmp_path / "src"
+    source.mkdir()
+    # Words of one token each: passages of 32 words, 28 apart, so 60 words and 3 more leave a tail
+    # of 3 new words (under a quarter of 32) after the second passage.
+    words = ["river", "stone", "water", "house", "green", "light", "table", "music", "paper", "smile"]
+    (source / "note.txt").write_text(" ".join(words[i % 10] for i in range(60)) + " last words here")
+    tails = {}
+    for flags in ([], ["--keep-short-tails"]):
+        index = tmp_path / ("kept" if flags else "merged")
+        code = main(["build", "--source", str(source), "--index", str(index), "--model", tiny_model, "--quiet",
+                     "--passage-tokens", "32", "--overlap", "4", *flags])
+        assert code == 0
+        with Index.open(index) as opened:
+            record = opened.document("note.txt")
+        assert record is not None and record.text.endswith("last words here")
+        assert record.passages[-1].text.endswith("last words here"), "the tail is searchable either way"
+        tails[bool(flags)] = record.passages[-1].text
+    assert len(tails[True].split()) == 4 + 3, f"kept: overlap and tail, a short passage: {tails[True]!r}"
+    assert len(tails[False].split()) == 32, f"merged: the last passage is whole: {tails[False]!r}"
