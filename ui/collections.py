@@ -26,7 +26,7 @@ COLLECTION = "collection"
 # Session state: the upload target's choice, the open collection it was chosen beside, and a new
 # collection's name.
 UPLOAD_TARGET, TARGET_OF, NEW_NAME = "upload_target", "upload_target_of", "new_collection_name"
-NEW_COLLECTION = "➕ New collection"
+NEW_COLLECTION = "New collection…"  # no collection name holds a space or "…"
 DEFAULT_NEW_NAME = "my-documents"
 
 
