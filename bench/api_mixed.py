@@ -110,7 +110,7 @@ def key_file(folder: Path) -> tuple[Path, str, str]:
 @contextlib.contextmanager
 def serve_root(root: Path, keys: Path, log: Path, read_key: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """`python -m search.api --root ROOT` on a free port, ready and warmed up: (base URL, process)."""
-    from bench.bench_api import DEMO_QUERIES, free_port
+    from bench.bench_api import DEMO_QUERIES, free_port, stop, wait_ready
 
     port = free_port()
     with log.open("a") as out:
@@ -120,31 +120,19 @@ def serve_root(root: Path, keys: Path, log: Path, read_key: str) -> Iterator[tup
             cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://{HOST}:{port}"
     headers = {"Authorization": f"Bearer {read_key}"}
+
+    def answers() -> bool:
+        return httpx.post(f"{base}/collections/{COLLECTION}/search", json={"q": "warm up", "k": 10},
+                          headers=headers, timeout=120).status_code == 200
+
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the server exited: {log.read_text()[-2000:]}")
-            with contextlib.suppress(httpx.TransportError):
-                answer = httpx.post(f"{base}/collections/{COLLECTION}/search", json={"q": "warm up", "k": 10},
-                                    headers=headers, timeout=120)
-                if answer.status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the server was not ready within 300 s: {log.read_text()[-2000:]}")
-            time.sleep(0.5)
+        wait_ready(process, log, answers)
         for query in DEMO_QUERIES[:5]:
             httpx.post(f"{base}/collections/{COLLECTION}/search", json={"q": query, "k": 10}, headers=headers,
                        timeout=120)
         yield base, process
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(process)
 
 
 def client(base: str, key: str, connections: int) -> httpx.AsyncClient:

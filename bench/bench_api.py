@@ -141,6 +141,33 @@ async def load(base: str, queries: list[str], level: Level, duration_s: float, m
     return level
 
 
+def wait_ready(process: subprocess.Popen, log_path: Path, ready, timeout_s: float = 300) -> None:
+    """Poll `ready()` (False or a transport error: not yet) until it is True; raise with the
+    server's log when the process exits or `timeout_s` passes first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited: {log_path.read_text()[-2000:]}")
+        with contextlib.suppress(httpx.TransportError):
+            if ready():
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server was not ready within {timeout_s:.0f} s: {log_path.read_text()[-2000:]}")
+        time.sleep(0.5)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Ctrl-C the server (it drains its requests), killed after 60 s; nothing when it has exited."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @contextlib.contextmanager
 def serve(index_dir: Path, workers: int, log_dir: Path, search_threads: int = 1) -> Iterator[str]:
     """`python -m search.api` over `index_dir` on a free port; yields its base URL once ready."""
@@ -155,26 +182,12 @@ def serve(index_dir: Path, workers: int, log_dir: Path, search_threads: int = 1)
         )
         base = f"http://{HOST}:{port}"
         try:
-            deadline = time.monotonic() + 300
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"the server exited: {log_path.read_text()[-2000:]}")
-                with contextlib.suppress(httpx.TransportError):
-                    if httpx.get(f"{base}/health", timeout=5).json()["index"] == "ready":
-                        break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the server was not ready within 300 s: {log_path.read_text()[-2000:]}")
-                time.sleep(0.5)
+            wait_ready(process, log_path, lambda: httpx.get(f"{base}/health", timeout=5).json()["index"] == "ready")
             for query in DEMO_QUERIES[:5]:  # warm-up: first-call allocations, lazy imports
                 httpx.post(f"{base}/search", json={"q": query, "k": 10}, timeout=120)
             yield base
         finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 def open_peer(index_dir: Path):
