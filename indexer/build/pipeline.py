@@ -12,8 +12,10 @@ imports torch. `indexer.build.repair.repair_index` rebuilds an index's derived f
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,6 +56,10 @@ MAX_PROGRESS_STEP = 4096
 # many (see `build_loop.next_commit_size`): a search sees the first documents within seconds. A
 # build into an index that already answers starts at `commit_passages`: fewer commits, fewer segments.
 FIRST_COMMIT_PASSAGES = 16
+# How long the build's first total of passages waits for the count (`PassageCutter.count_all`):
+# a source counted by then shows its exact total from the start; a larger one, an estimate
+# until it is counted, then the count.
+COUNT_WAIT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,11 @@ class PassageCutter:
     """Cuts documents into passages when first asked, and remembers them for the build.
 
     The build loop asks only for the documents a commit looks at (see `next_chunk`), so the
-    first commit of a large build lands without cutting the whole source first.
+    first commit of a large build lands without cutting the whole source first. Meanwhile
+    `count_all` cuts the rest in a thread with a tokenizer of its own (a tokenizer is not safe
+    across threads), so the build's total of passages is counted rather than estimated: the
+    estimate from the documents cut so far moved (3,008 -> 4,081 -> 3,225) during one build.
+    Counting costs little beside embedding (about 1,500 passages/s against 15 on 2 cores).
     """
 
     def __init__(self, tokenizer, passage_tokens: int, overlap_tokens: int, min_tail_tokens: int = 0) -> None:
@@ -147,15 +157,22 @@ class PassageCutter:
         self.passage_tokens = passage_tokens
         self.overlap_tokens = overlap_tokens
         self.min_tail_tokens = min_tail_tokens
-        self.cut: dict[str, list[PassageSpan]] = {}
+        self.cut: dict[str, list[PassageSpan]] = {}  # by doc id; the counting thread adds with setdefault
+        self.warned: set[str] = set()
         self.warnings: list[str] = []  # stretches left out of passages, one line each
+        self.counting: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def _split(self, doc: Document, tokenizer) -> list[PassageSpan]:
+        return split_into_sections(doc.text, [h.start for h in doc.outline.headings], tokenizer,
+                                   self.passage_tokens, self.overlap_tokens, self.min_tail_tokens)
 
     def __call__(self, doc: Document) -> list[PassageSpan]:
         spans = self.cut.get(doc.doc_id)
         if spans is None:
-            spans = split_into_sections(doc.text, [h.start for h in doc.outline.headings], self.tokenizer,
-                                        self.passage_tokens, self.overlap_tokens, self.min_tail_tokens)
-            self.cut[doc.doc_id] = spans
+            spans = self.cut.setdefault(doc.doc_id, self._split(doc, self.tokenizer))
+        if doc.doc_id not in self.warned:  # warned here, in the build's thread, once a document
+            self.warned.add(doc.doc_id)
             for start, end in left_out(doc.text, spans):
                 self.warnings.append(
                     f"{doc.location}: characters {start:,}-{end:,} ({end - start:,} characters "
@@ -163,6 +180,27 @@ class PassageCutter:
                     "text but left out of its passages: the model could only read them as one "
                     "unknown word")
         return spans
+
+    def count_all(self, docs: Sequence[Document]) -> None:
+        """Cut `docs` in a background thread, so that `cut` soon holds every one of them."""
+        tokenizer = copy.deepcopy(self.tokenizer)
+
+        def run() -> None:
+            for doc in docs:
+                if self._stop.is_set():
+                    return
+                if doc.doc_id not in self.cut:
+                    self.cut.setdefault(doc.doc_id, self._split(doc, tokenizer))
+
+        self.counting = threading.Thread(target=run, name="semsearch-count-passages", daemon=True)
+        self.counting.start()
+
+    def wait_counted(self, seconds: float) -> None:
+        if self.counting is not None:
+            self.counting.join(timeout=seconds)
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 class ModelEmbedder(Embedder):
@@ -179,6 +217,7 @@ class ModelEmbedder(Embedder):
     def __init__(self, model, config: IndexConfig) -> None:
         self.model, self.config = model, config
         self.cutter: PassageCutter | None = None
+        self.estimated = False  # the first estimate waits for the count
         self.embed_titles = True
         self.ray_stream = None  # with --ray: one Ray pipeline over the whole plan (ray_embed.py)
         self.warnings: list[str] = []
@@ -200,6 +239,9 @@ class ModelEmbedder(Embedder):
 
     def estimate(self, to_embed: Sequence[Document]) -> int:
         assert self.cutter is not None, "settle() comes first"
+        if not self.estimated:
+            self.estimated = True
+            self.cutter.wait_counted(COUNT_WAIT_SECONDS)
         return estimated_passages(to_embed, self.cutter.cut)
 
     def inputs(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]]) -> list[str]:
@@ -207,6 +249,8 @@ class ModelEmbedder(Embedder):
 
     def begin(self, to_embed: Sequence[Document]) -> None:
         if self.config.ray is None:
+            assert self.cutter is not None, "settle() comes first"
+            self.cutter.count_all(to_embed)
             return
         from indexer.build.ray_embed import RayStream
 
@@ -220,6 +264,8 @@ class ModelEmbedder(Embedder):
         return run(self.model, texts, self.config.batch_size, False, step)
 
     def close(self) -> None:
+        if self.cutter is not None:
+            self.cutter.stop()
         if self.ray_stream is not None:
             self.ray_stream.close()
 

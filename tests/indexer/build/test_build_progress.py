@@ -160,6 +160,35 @@ def test_only_what_the_next_commit_takes_is_cut_into_passages_before_it(tiny_mod
     assert estimated_passages(docs, cutter.cut) == per_doc * len(docs), "the rest is estimated by characters"
 
 
+def test_the_rest_is_counted_in_a_thread_of_its_own_to_the_same_passages(tiny_model):
+    from indexer.build.pipeline import PassageCutter
+    from indexer.embedding import load_bi_encoder
+
+    model = load_bi_encoder(tiny_model)
+    docs = [Document(doc_id=str(i), title="", text="word " * (10 + 7 * i), source="s") for i in range(40)]
+    counted = PassageCutter(model.tokenizer, 20, 4)
+    counted.count_all(docs)
+    counted.wait_counted(60)
+    assert counted.counting is not None and not counted.counting.is_alive()
+    alone = PassageCutter(model.tokenizer, 20, 4)
+    assert counted.cut == {doc.doc_id: alone(doc) for doc in docs}, "the thread cuts as the build would"
+
+
+def test_a_build_reports_its_exact_total_of_passages_from_the_first_report(tmp_path, tiny_model):
+    """Estimated from the documents cut so far, the total moved during a build (3,008 -> 4,081
+    -> 3,225); counted in a thread meanwhile, it is exact from the start for a source counted
+    within `COUNT_WAIT_SECONDS`."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for i in range(30):  # lengths that make characters a poor guide to passages
+        (source / f"d{i}.txt").write_text(("short words " if i % 2 else "antidisestablishmentarianism ") * (5 + 9 * i))
+    seen: list[tuple[int, int]] = []
+    report = build_index(config(source, tmp_path / "idx", tiny_model, commit_passages=8),
+                         progress=lambda done, total: seen.append((done, total)))
+    assert report.commits > 2 and seen
+    assert {total for _, total in seen} == {report.passages_embedded}, seen
+
+
 def test_commit_sizes_grow_with_the_index_so_a_large_build_stays_linear() -> None:
     """Each commit rewrites files over every stored passage: a fixed 4096 cap would take ~245
     commits and ~125M passages of rewriting for a 1M-passage build."""
