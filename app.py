@@ -60,9 +60,10 @@ def initial_state() -> None:
                 st.session_state.mode = check_mode(params["mode"])
             except ValueError as err:
                 notices.append(f"The link's mode={params['mode']!r} was not used: {err} Searching in {DEFAULT_MODE}.")
+    if (missing := remember_link_choice()) is not None:
+        notices.append(missing)
     if notices:
         st.session_state.link_notices = notices
-    remember_link_choice()
 
 
 def show_link_notices() -> None:

@@ -846,7 +846,11 @@ def test_the_sidebar_opens_any_collection_under_the_root_and_a_link_keeps_it(
 
     linked = run_app({"collection": "notes", "q": "string instrument"})
     assert linked.sidebar.selectbox(key="collection").value == "notes"
-    assert result_titles(linked) == ["violin"]
+    assert result_titles(linked) == ["violin"] and not linked.warning
+
+    gone = run_app({"collection": "deleted-one"})
+    assert gone.sidebar.selectbox(key="collection").value == "index"
+    assert any("collection='deleted-one' was not used" in w.value for w in gone.warning)
 
 
 def test_uploads_from_the_demo_go_to_a_collection_of_their_own(

@@ -46,11 +46,18 @@ def is_demo(folder: Path) -> bool:
     return folder.resolve() == (settings.PROJECT_ROOT / settings.DEFAULT_INDEX).resolve()
 
 
-def remember_link_choice() -> None:
-    """Once per session: the collection a link names (`?collection=NAME`), when there is one."""
-    if COLLECTION not in st.session_state:
-        wanted = st.query_params.get(COLLECTION, "")
-        st.session_state[COLLECTION] = wanted if wanted in collections() else home().name
+def remember_link_choice() -> str | None:
+    """Once per session: the collection a link names (`?collection=NAME`), when there is one; a
+    name no collection has opens the first one, and the notice returned says so."""
+    if COLLECTION in st.session_state:
+        return None
+    wanted = st.query_params.get(COLLECTION, "")
+    found = wanted in collections()
+    st.session_state[COLLECTION] = wanted if found else home().name
+    if not wanted or found:
+        return None
+    return (f"The link's collection={wanted[:80]!r} was not used: there is no such collection under "
+            f"`{settings.collections_root()}`. Showing {home().name}.")
 
 
 def open_collection() -> Path:
