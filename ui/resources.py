@@ -98,6 +98,6 @@ def background_build(folder: Path) -> BackgroundBuild | None:
     """The build SEMSEARCH_BUILD_SOURCE asks for (relative to the repository root), if any: only
     ever into SEMSEARCH_INDEX, whichever collection the page shows."""
     source = settings.build_source()
-    if source is None or folder != index_dir():
+    if source is None or folder.resolve() != index_dir().resolve():
         return None
     return start_background_build(str(source), str(folder), settings.build_stamp())

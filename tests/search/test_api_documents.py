@@ -21,7 +21,7 @@ from indexer.layout import IndexLayout
 from indexer.store.transaction import folder_lock
 from search.api import ApiConfig, create_app
 from search.api_collection_models import MAX_WRITE_DOCUMENTS
-from tests.search.test_api_server import free_port, wait_for
+from tests.search.test_api_server import free_port, stop, wait_for
 
 DOCS = [{"id": "oven", "title": "Bread", "text": "Bake the bread in a hot oven for forty minutes.",
          "metadata": {"topic": "baking", "year": 2024}},
@@ -176,8 +176,4 @@ def test_kill_9_mid_write_loses_no_acknowledged_write_and_leaves_no_half_batch(t
         stats = httpx.get(f"{base}/collections/k/stats", timeout=30).json()
         assert stats["documents"] % 8 == 0 and stats["documents"] >= 8 * len(acknowledged)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)

@@ -42,6 +42,18 @@ def wait_for(check, process: subprocess.Popen, log: Path, timeout: float, what: 
     pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
+def stop(process: subprocess.Popen, timeout: float = 30) -> None:
+    """Ctrl-C the server (it drains its requests); killed when it has not ended after `timeout` s."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @dataclass
 class Server:
     base: str
@@ -68,12 +80,7 @@ def server(tmp_path):
         wait_for(lambda: httpx.get(f"{base}/health", timeout=5).status_code == 200, process, log_path, 180, "/health")
         yield Server(base, index_dir, process, log_path)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         log.close()
 
 
