@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="documents passed to the reranker (default 50)")
     parser.add_argument("--db", default=None, help="SQLAlchemy URL, when the index keeps rows elsewhere")
     parser.add_argument("--min-relevance", type=float, default=None, metavar="P",
-                        help="keep only hits whose calibrated relevance reaches P (0..1); hybrid and "
-                        "reranked searches only: dense and BM25 hits carry none")
+                        help="keep only hits whose calibrated relevance reaches P (0..1); BM25 hits "
+                        "carry none, and are not cut")
     parser.add_argument("--json", action="store_true", help="one JSON object per hit")
     parser.add_argument("--verbose", action="store_true",
                         help="print the time of each stage: opening the index, loading the models, encoding "

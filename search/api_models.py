@@ -120,7 +120,8 @@ class SearchFields(BaseModel):
     min_relevance: float | None = Field(
         None, ge=0.0, le=1.0, allow_inf_nan=False,
         description="keep only hits whose calibrated relevance reaches this probability, 0..1 (a cut of the "
-        "ranking, so fewer than k may come back); not applied where hits carry no relevance (dense, BM25), "
+        "ranking, so fewer than k may come back); not applied where hits carry no relevance (BM25; dense or hybrid over an index "
+        "of another bi-encoder than the curves were fitted with), "
         "and `relevance_note` says so",
     )
     filter: MetadataFilterJson | None = Field(

@@ -75,8 +75,9 @@ class SearchParams:
     `min_relevance` (0..1) keeps only hits whose calibrated relevance (`Hit.relevance`, the
     probability of relevance from the score that ranks: `search.relevance`) reaches it; since
     relevance never rises down the ranking, that cuts the ranking where it falls below, so fewer
-    than k hits may come back. A search whose hits carry no relevance (dense and BM25, whose curves
-    did not hold across the dev sets; another bi-encoder) is not cut, and `relevance_note` says so.
+    than k hits may come back. A search whose hits carry no relevance (BM25, whose scale grows
+    with the collection; dense or hybrid over an index of another bi-encoder than the curves were
+    fitted with) is not cut, and `relevance_note` says so.
     """
 
     k: int = DEFAULT_K

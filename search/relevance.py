@@ -9,19 +9,24 @@ so relevance never ranks a lower hit above a higher one, and it reads the same f
 ("Relevance calibration") holds the reliability curves and the calibration error.
 
 A curve serves only where it held across the dev sets: fitted on two sets and measured on the
-third, its calibration error must be at most half that of the cosine labels it replaces, measured
-the same way (`HOLDS`). On the dev sets the hybrid and reranked curves did (about 0.02 against
-0.08) and the dense and BM25 ones did not: BM25 scores and cosines mean different things in
-collections of other sizes and kinds. Read relative to the list's top score (`Curve.relative`)
-they hold only when the top counts for everything, and then every query's best hit reads the
-same relevance, an off-topic query's too, so that is never shipped (bench_calibration.py's
-KEPT_BELOW). Dense and BM25 hits carry no relevance, the app labels them by cosine as before,
-and the note says why.
+third, its calibration error must be below that of the cosine labels it replaces, measured the
+same way (`HOLDS`). The hybrid and reranked curves beat them by far (about 0.02 against 0.08), the
+dense one by less (0.066 against 0.087): it reads the cosine over the square root of the list's top
+(`Curve.relative`, chosen by bench_calibration.py), since a cosine means something else in
+collections of other kinds. A curve relative to the top alone (exponent 1) would give every
+query's best hit the same relevance, an off-topic query's too, so that is never shipped
+(bench_calibration.py's KEPT_BELOW).
+
+BM25's curve beat the labels on the dev sets too (0.042 against 0.059) and is not served
+(`COLLECTION_SCALED`): a BM25 score grows with the collection, its IDF being the log of a document
+count, and the dev collections all hold 1,700 to 3,000 passages, so no dev set could show it; on
+four documents, the passage holding every word of "boil the pasta" read 1%. BM25 hits carry no
+relevance, and the app shows no label where the ranking is not by the score a label reads.
 
 A hybrid weight set by hand uses the curve fitted at the nearest weight of its method, and says
 so (`Calibrated.note`). The dense and hybrid curves were fitted with the default bi-encoder;
 under another model the cosines mean something else, so those rankings get no relevance (None),
-and the note says why; BM25's curve holds for every model.
+and the note says why.
 """
 
 from __future__ import annotations
@@ -38,8 +43,13 @@ import numpy as np
 from search.fusion import Fusion
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
-# A curve holds when its error out of sample is at most this share of the cosine labels' error.
-HOLDS = 0.5
+# A curve holds when its error out of sample is below this multiple of the cosine labels' error
+# (1: it must beat the labels it replaces).
+HOLDS = 1.0
+# Rankings whose scores grow with the collection's size, which the dev sets (all of about one size)
+# cannot calibrate: their curves are measured and recorded, never served.
+COLLECTION_SCALED = {"bm25": "a BM25 score grows with the collection (its IDF is the log of a document count), "
+                             "and the dev collections, of 1,700 to 3,000 passages each, fix no scale for yours"}
 
 
 @dataclass(frozen=True)
@@ -100,14 +110,16 @@ def ranking_key(mode: str, fusion: Fusion | None = None, reranked: bool = False)
     return f"rerank/{base}" if reranked else base
 
 
-def _held(curve: dict[str, Any]) -> str | None:
+def _held(key: str, curve: dict[str, Any]) -> str | None:
     """None when a fitted curve held across the dev sets (`HOLDS`), else why it did not; a curve
     without the figures (a calibration written by hand) is taken as it is."""
     ece, labels = curve.get("ece_left_out"), curve.get("ece_labels_left_out")
-    if ece is None or labels is None or float(ece) <= HOLDS * float(labels):
+    if key in COLLECTION_SCALED:
+        return COLLECTION_SCALED[key]
+    if ece is None or labels is None or float(ece) < HOLDS * float(labels):
         return None
     return (f"its calibration error on each dev set when fitted on the others, {float(ece):.3f}, was not "
-            f"below half the cosine labels' ({float(labels):.3f}); see BENCHMARKS.md, \"Relevance calibration\"")
+            f"below the cosine labels' ({float(labels):.3f}); see BENCHMARKS.md, \"Relevance calibration\"")
 
 
 @dataclass(frozen=True)
@@ -124,7 +136,7 @@ class Calibration:
         curves: dict[str, Curve] = {}
         dropped: dict[str, str] = {}
         for key, c in data["curves"].items():
-            reason = _held(c)
+            reason = _held(key, c)
             if reason is None:
                 curves[key] = Curve(tuple(map(float, c["scores"])), tuple(map(float, c["probabilities"])),
                                     float(c.get("relative", 0.0)), float(c.get("lowest", 0.0)))

@@ -137,7 +137,7 @@ def test_the_default_k_is_defined_once_for_programs_and_once_for_the_screen():
 
 
 def test_one_function_gives_the_bi_encoders_input_for_a_passage():
-    """The build, a repair's re-embedding and the app's labels all call `bi_encoder_input`;
+    """The build and a repair's re-embedding call `bi_encoder_input`;
     nothing else puts an embedded title in front of a passage."""
     callers = []
     for name, path in product_modules().items():
@@ -147,7 +147,7 @@ def test_one_function_gives_the_bi_encoders_input_for_a_passage():
         if "bi_encoder_input(" in source:
             callers.append(f"uses {name}")
     assert sorted(callers) == ["uses indexer.build.pipeline", "uses indexer.build.repair",
-                               "uses indexer.sources.passage_text", "uses ui.search_page"]
+                               "uses indexer.sources.passage_text"]
 
 
 def test_the_rrf_constant_is_checked_in_one_place():

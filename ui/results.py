@@ -7,12 +7,13 @@ are the user's data, and the page renders Markdown.
 Relevance is the calibrated probability that a hit is relevant (`Hit.relevance`, from the
 score that ranks it: `search.relevance`), so a label never ranks a lower hit above a higher one
 and means the same for every query. BM25 scores, fused scores and reranker logits have no fixed
-range; they stay in the details line. For an index whose bi-encoder has no fitted curve, the
-label falls back to the cosine of query and passage, with the cut points that
+range; they stay in the details line. A dense ranking with no fitted curve (an index of another
+bi-encoder) is labelled by the cosine of query and passage, which is what ranks it, with the cut points that
 `bench/bench_relevance_labels.py` measured on three dev sets of different kinds (SciFact train,
 Wikipedia leads, Wikinews headlines; never a test split): "strong" from the median cosine of a
 query with its relevant passage, "fair" from the 10th percentile, each the lowest of the three
-sets, and "weak" below.
+sets, and "weak" below. Any other ranking without a curve (BM25; hybrid over another bi-encoder)
+shows no label: a cosine label there would rank a lower hit above a higher one.
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ class Relevance:
                     "as this one on three dev collections, that share were relevant (BENCHMARKS.md, "
                     "\"Relevance calibration\"). It follows the ranking, so a lower hit never reads higher.")
         return (f"Cosine similarity {self.value:.2f} between the query and this passage. Strong, fair and weak "
-                "are cut where relevant passages of a test collection score (see BENCHMARKS.md), the same "
-                "in every mode; this index's model has no calibrated relevance.")
+                "are cut where relevant passages of the dev collections score (see BENCHMARKS.md); this "
+                "index's model has no calibrated relevance.")
 
 
 def calibrated_relevance(probability: float) -> Relevance:
@@ -118,8 +119,8 @@ def weak_results_message(best: Relevance) -> str | None:
 
 
 def hit_relevance(hits: list[Hit], cosines: list[float] | None) -> list[Relevance | None]:
-    """Each hit's label: its calibrated relevance when every hit has one, else its cosine's, else
-    None (the model still loading)."""
+    """Each hit's label: its calibrated relevance when every hit has one, else its cosine's (given
+    for a ranking by cosine only), else None (no label)."""
     if hits and all(hit.relevance is not None for hit in hits):
         return [calibrated_relevance(float(hit.relevance)) for hit in hits]  # type: ignore[arg-type]
     if cosines is None:

@@ -11,7 +11,6 @@ from pathlib import Path
 import streamlit as st
 
 from indexer import IndexerError
-from indexer.sources.passage_text import bi_encoder_input
 from search import (
     MODES,
     EmptyQueryError,
@@ -24,7 +23,6 @@ from search import (
     Searcher,
     SearchError,
     SearchResult,
-    similarity_matrix,
 )
 from search.fusion import FUSIONS
 from search.params import MAX_K, SCREEN_K, SearchParams
@@ -297,13 +295,12 @@ def show_results(searcher: Searcher, query: str, result, stats) -> None:
         return
     st.caption(result_caption(result))
     calibrated = bool(result.hits) and all(hit.relevance is not None for hit in result.hits)
-    cosines = None if calibrated else passage_cosines(searcher, query, result)
-    matches = hit_relevance(result.hits, cosines)
+    matches = hit_relevance(result.hits, None if calibrated else passage_cosines(result))
     if matches and matches[0] is not None:
         weak = weak_results_message(max((m for m in matches if m is not None), key=lambda m: m.value))
         if weak:
             st.warning(weak)
-    elif not calibrated:
+    if searcher.model_loading:
         rerun_when_model_loads(searcher)
     first = st.session_state.get(PAGE, 0) * int(st.session_state.k) + 1
     show_hits(result.hits, matches, first, query, result.mode)
@@ -335,20 +332,13 @@ def rerun_when_model_loads(searcher: Searcher) -> None:
         st.rerun()
 
 
-def passage_cosines(searcher: Searcher, query: str, result: SearchResult) -> list[float] | None:
-    """Each hit's cosine with the query under the index's model: one scale in every mode; None
-    while the model loads in the background, which the BM25 answer meanwhile does not wait for.
-
-    Dense hits carry it as their retriever score; for the others the passages are encoded
-    again as the indexer encoded them (`bi_encoder_input`), k short texts per search.
-    """
-    if result.mode == "dense":
-        return [h.retriever_score if h.retriever_score is not None else h.score for h in result.hits]
-    if searcher.model_loading:
+def passage_cosines(result: SearchResult) -> list[float] | None:
+    """The cosine labels' input, only where the ranking is by cosine (dense mode): in another mode
+    a label read off the cosine would rank a lower hit above a higher one, so such hits carry the
+    calibrated relevance or no label at all."""
+    if result.mode != "dense":
         return None
-    embed_titles = searcher.index.info.embed_titles
-    texts = [bi_encoder_input(h.title, h.text, searcher.model, embed_titles) for h in result.hits]
-    return [float(c) for c in similarity_matrix([query], texts, model=searcher.model)[0]]
+    return [h.retriever_score if h.retriever_score is not None else h.score for h in result.hits]
 
 
 def fusion_controls(searcher: Searcher, area) -> None:

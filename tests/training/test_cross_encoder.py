@@ -324,3 +324,23 @@ def test_a_margin_file_cannot_be_mixed_with_pairs(tiny_bert_copy: Path, tiny_pai
     with pytest.raises(ValueError, match="pass it alone"):
         train_cross_encoder(CrossEncoderConfig(base=str(tiny_bert_copy), train=[tiny_pairs, path],
                                                out=tmp_path / "ce", max_steps=1))
+
+
+def test_ctrl_c_saves_a_checkpoint_and_resume_continues_from_it(tiny_bert_copy: Path, tiny_pairs: Path,
+                                                                 tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A real SIGINT to `python -m training cross-encoder`: it saves the step it reached, says how to
+    resume and exits 130; `--resume` then continues from that checkpoint to the new --max-steps."""
+    from tests.training.test_journey import interrupt_when, interrupted_step
+    from training.output_folder import work_folder
+
+    out = tmp_path / "ce"
+    args = ["cross-encoder", "--base", str(tiny_bert_copy), "--train", str(tiny_pairs), "--out", str(out),
+            "--batch-size", "4", "--max-length", "32"]
+    step = interrupted_step(*interrupt_when([*args, "--max-steps", "100000"], "'loss'"))
+    assert (work_folder(out) / "checkpoints" / f"checkpoint-{step}").is_dir() and not out.exists()
+    with caplog.at_level(logging.INFO, logger="training"):
+        result = main([*args, "--max-steps", str(step + 2), "--resume"])
+    checkpoint = work_folder(out) / "checkpoints" / f"checkpoint-{step}"
+    assert result.steps == step + 2 and f"resuming from {checkpoint}" in caplog.text, "continued, not started again"
+    assert CrossEncoder(str(out), device="cpu").predict([("a", "b")]).shape == (1,)
+    assert not work_folder(out).exists()
