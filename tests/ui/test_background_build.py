@@ -88,3 +88,20 @@ def test_the_total_shown_stays_put_while_the_estimate_moves(tmp_path):
     assert (status.total, status.embedded) == (1600, 1560)
     status = fold_message(status, {"progress": [1590, 1650]})
     assert status.total == 1600 and status.fraction < 1.0
+
+
+def test_each_commit_is_reported_at_once_whatever_the_interval(topic_corpus, tmp_path, tiny_model):
+    """With an interval no build reaches, the child still reports each commit's count as it lands,
+    so the page's bar never trails the counters a commit moves."""
+    from indexer import build_index
+    from ui.background_build import ThrottledProgress
+
+    sent: list[dict] = []
+    config = IndexConfig(source=topic_corpus, index_dir=tmp_path / "idx", model=tiny_model, show_progress=False,
+                         commit_passages=2)
+    report = build_index(config, progress=ThrottledProgress(sent.append, every_s=3600.0))
+    reported = [message["progress"][0] for message in sent]
+    final = report.passages_committed
+    assert report.commits >= 2 and reported == sorted(reported) and reported[-1] == final, sent
+    # After the first report only commits can pass the interval: the first commit's count is one.
+    assert any(0 < count < final for count in reported[1:]), sent
