@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -63,12 +64,15 @@ def repair_index(
     reembed: bool = False,
     batch_size: int = 64,
     show_progress: bool = True,
+    model: Any = None,
 ) -> RepairReport:
     """Rebuild damaged or missing derived files from the SQL rows, which hold every passage.
 
     BM25 is always rebuilt when the commit writes; the vectors are re-embedded only when
     their file is damaged, or when `reembed` asks (the model's files changed: the message
-    that refuses such an index says to pass it).
+    that refuses such an index says to pass it). `model` is the loaded bi-encoder to re-embed
+    with, the index's own model in another runtime or precision (bench/bench_encode.py); by
+    default the index's model is loaded.
     """
     started = time.perf_counter()
     index = Index.create(index_dir, db_url)
@@ -109,7 +113,7 @@ def repair_index(
                 tx.keep_committed()
                 return RepairReport(index.index_dir, 0, False, problems, manifest_rewritten=lost,
                                     texts_restored=text_check.restored, texts_lost=text_check.lost)
-            model = load_bi_encoder(spec)
+            model = model if model is not None else load_bi_encoder(spec)
             meta = BuildMeta(spec, embedding_dimension(model), info.passage_tokens,
                              info.overlap_tokens, info.embed_titles, started)
             reembedded = 0
