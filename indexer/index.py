@@ -126,6 +126,7 @@ class Index:
         self._passage_columns: frozenset[str] | None = None
         self._snapshot: IndexSnapshot | None = None
         self._document_map: DocumentMap | None = None
+        self._document_map_covers: str | None = None  # the build whose every passage the map holds
         self._matches = FilterMatches()
         self._lock = threading.RLock()
         self._explicit_db: str | None = None
@@ -438,7 +439,7 @@ class Index:
                 self._engine.dispose()
                 self._engine = sql_store.make_engine(self.db_url)
                 self._store_file = identity
-                self._document_map = None
+                self._document_map, self._document_map_covers = None, None
                 self._matches = FilterMatches()
                 self._passage_columns = None
         current = self._current_build_id()
@@ -523,12 +524,16 @@ class Index:
             return self._matches.summary(conn, field, snap.build_id, snap.info.vector_file, known, snap.vectors.deleted)
 
     def _current_document_map(self, conn: Connection, snap: IndexSnapshot) -> DocumentMap:
+        """The passage -> document map, holding every passage of `snap`: read from SQL only when the
+        base or the build changed since it last did (a new filter at 1M then skips a query)."""
         known = self._document_map
+        if known is not None and known.base == snap.info.vector_file and self._document_map_covers == snap.build_id:
+            return known
         if known is None or known.base != snap.info.vector_file:
             known = DocumentMap.load(conn, snap.info.vector_file)
         else:
             known = known.extended(conn)
-        self._document_map = known
+        self._document_map, self._document_map_covers = known, snap.build_id
         return known
 
     def passages(self, passage_ids: Sequence[int]) -> dict[int, PassageRecord]:

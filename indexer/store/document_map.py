@@ -35,6 +35,7 @@ class DocumentMap:
         self.passage_ids = passage_ids
         self.document_ids = document_ids
         self.max_id = int(passage_ids[-1]) if len(passage_ids) else 0
+        self.max_document_id = int(document_ids.max()) if len(document_ids) else 0  # once, not per filter
 
     @classmethod
     def load(cls, conn: Connection, base: str) -> DocumentMap:

@@ -90,7 +90,7 @@ class FilterMatches:
         columns = self._fields
         if columns is None or columns.base != base:
             columns = FieldIndex.empty(base)
-        if len(documents.document_ids) and int(documents.document_ids.max()) > columns.max_id:
+        if documents.max_document_id > columns.max_id:
             columns = columns.extended(conn)
         columns = columns.with_fields(conn, fields)
         self._fields = columns

@@ -176,3 +176,26 @@ def test_a_selective_filter_still_returns_k_hits(filtered_index):
     one = searcher.search("river", k=5, mode="dense", filter={"_id": t0[0]})
     assert [h.doc_id for h in one] == [t0[0]]
     assert searcher.search("river", k=5, filter={"_id": "no such id"}) == []
+
+
+def test_a_new_filter_on_the_same_build_asks_sql_nothing(filtered_index):
+    """Its columns are in memory and the passage -> document map already holds the build: a new
+    filter is numpy alone (at 1M, 2.3 ms instead of 2.8 with the map's SQL check each time)."""
+    from sqlalchemy import event
+
+    kind, searcher = filtered_index
+    index = searcher.index
+    index.matching_passages(parse_filter({"_id": {"$prefix": "t"}}))  # reads the column once
+    statements: list[str] = []
+    engine = index._engine
+
+    def seen(conn, cursor, statement, *args):  # noqa: ANN001, ANN202
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        for prefix in ("t1", "t2", "t3"):
+            assert index.matching_passages(parse_filter({"_id": {"$prefix": prefix}})).count > 0
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert statements == [], statements

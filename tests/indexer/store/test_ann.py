@@ -274,3 +274,12 @@ def test_describe():
     ivf = ann.resolve(VectorIndexConfig(kind="ivf", storage="sq8", nlist=1024), 100_000, 384)
     assert ann.describe(ivf, Calibration("nprobe", 16, 0.9624, 200, 10)) == "IVF1024,SQ8 (nprobe 16, recall@10 0.962)"
     assert ann.describe(ivf, None) == "IVF1024,SQ8 (uncalibrated)"
+
+
+def test_an_ivf_widens_by_4_over_the_root_of_the_share():
+    from indexer.store.ann import ivf_widened, widened
+
+    assert ivf_widened(16, 0.5) == 91 > widened(16, 0.5) == 48  # more lists where matches are many
+    assert ivf_widened(16, 0.01) == 640 < widened(16, 0.01) == 1616  # far fewer where they are few
+    assert ivf_widened(16, 1.0) == 64
+    assert all(ivf_widened(16, s) <= ivf_widened(16, s / 2) for s in (0.5, 0.2, 0.05, 0.01, 0.001))
