@@ -83,13 +83,28 @@ def world_size() -> int:
 
 
 def is_main_process() -> bool:
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+    """Rank 0 of the group, or of torchrun's launch before the group is up (RANK), or a lone process."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank() == 0
+    return launched_context().is_main
 
 
 def barrier() -> None:
-    """Wait for every process (e.g. until rank 0 has written the model the next stage loads)."""
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
+    """Wait for every process (e.g. until rank 0 has written the model the next stage loads).
+
+    Under torchrun, a barrier before the process group is up (the sentence-transformers trainers
+    start it late, in their arguments) joins the group first, with the backend `init_distributed`
+    picks, which accelerate then reuses: otherwise every process would pass it at once and each
+    take itself for rank 0 (two processes once raced to make the same work folder).
+    """
+    if not dist.is_available():
+        return
+    if not dist.is_initialized():
+        context = launched_context()
+        if not context.is_distributed:
+            return
+        init_distributed(training_device(None, context))
+    dist.barrier()
 
 
 def gather_objects(value: Any) -> list[Any]:

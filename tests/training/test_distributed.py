@@ -176,3 +176,31 @@ def test_two_process_cross_encoder_trains_and_loads(tiny_bert_copy: Path, tiny_p
     assert json.loads(result_file.read_text())["steps"] == 4
     scores = CrossEncoder(str(out), device="cpu").predict([("the cat sees the river", "a dog likes the garden")])
     assert np.isfinite(scores).all()
+
+
+RANK_SCRIPT = """
+import json, sys
+from pathlib import Path
+import torch.distributed as dist
+from training.distributed import barrier, is_main_process, shutdown
+before = is_main_process()
+barrier()
+row = {"rank": dist.get_rank(), "main_before_group": before, "group_after_barrier": dist.is_initialized(),
+       "main_after": is_main_process()}
+Path(sys.argv[1], f"rank{dist.get_rank()}.json").write_text(json.dumps(row))
+shutdown()
+"""
+
+
+def test_ranks_are_known_before_the_process_group_starts(tmp_path: Path) -> None:
+    """The sentence-transformers trainers start the group late (in their arguments), after the work
+    folder is made: before it, rank 1 must not take itself for rank 0, and a barrier must wait for
+    the other process (two ranks once raced to make the same folder)."""
+    script = tmp_path / "ranks.py"
+    script.write_text(RANK_SCRIPT)
+    torchrun([str(script), str(tmp_path)], timeout=120)
+    ranks = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
+    assert [row["rank"] for row in ranks] == [0, 1]
+    assert [row["main_before_group"] for row in ranks] == [True, False]
+    assert [row["main_after"] for row in ranks] == [True, False]
+    assert all(row["group_after_barrier"] for row in ranks)
