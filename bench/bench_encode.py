@@ -42,7 +42,14 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from bench.bench_relevance import dev_index  # noqa: E402
-from bench.encode_variants import VARIANTS, as_bi_encoder, make_encoder, matrix_units  # noqa: E402
+from bench.encode_variants import (  # noqa: E402
+    VARIANTS,
+    as_bi_encoder,
+    cpu_model,
+    cpu_vendor,
+    make_encoder,
+    matrix_units,
+)
 from bench.record import markdown_table, record  # noqa: E402
 from data.dev_sets import DEV_SETS, DevSet, load_dev_sets  # noqa: E402
 from data.paths import PROJECT_ROOT  # noqa: E402
@@ -223,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
              f"in both modes): **{chosen}**.")
     print(table, notes, sep="\n\n")
     if not args.no_record:
-        record("bench_encode", "Encoding variants on the CPU", f"{table}\n\n{notes}",
+        record(f"bench_encode-{cpu_vendor()}", f"Encoding variants on the CPU: {cpu_model()}", f"{table}\n\n{notes}",
                command=" ".join(["python bench/bench_encode.py", *(argv if argv is not None else sys.argv[1:])]))
     return 0
 

@@ -198,6 +198,25 @@ def cpu_flags() -> set[str]:
     return set()
 
 
+def _cpuinfo(key: str) -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(key):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def cpu_model() -> str:
+    return _cpuinfo("model name") or "unknown CPU"
+
+
+def cpu_vendor() -> str:
+    """"intel", "amd" or "other": each kind of CPU keeps its own table in BENCHMARKS.md."""
+    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(_cpuinfo("vendor_id"), "other")
+
+
 def matrix_units() -> str:
     """What the CPU offers for low-precision matrix arithmetic, for the table's heading."""
     flags = cpu_flags()
