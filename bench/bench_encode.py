@@ -54,6 +54,7 @@ from bench.record import markdown_table, record  # noqa: E402
 from data.dev_sets import DEV_SETS, DevSet, load_dev_sets  # noqa: E402
 from data.paths import PROJECT_ROOT  # noqa: E402
 from indexer.build.repair import repair_index  # noqa: E402
+from indexer.encoding import FP32  # noqa: E402
 from indexer.sources.passage_text import bi_encoder_input  # noqa: E402
 from search import Searcher, SearchParams  # noqa: E402
 from search.eval import EVAL_DEPTH, run_queries  # noqa: E402
@@ -151,11 +152,18 @@ def quality(name: str, variant_model, model, sets: dict[str, tuple[Path, dict[st
 
 
 def built(index_dir: Path, corpus_dir: Path) -> Path:
-    """`index_dir`, built from `corpus_dir` with the defaults when it is not there yet."""
-    if not (index_dir / "index.json").is_file():
-        from indexer import IndexConfig, build_index
+    """`index_dir`, built from `corpus_dir` in fp32 when it is not there yet: the reference every
+    variant is set against, so one built in another encoding is refused."""
+    from indexer import Index, IndexConfig, build_index
 
-        build_index(IndexConfig(source=corpus_dir, index_dir=index_dir))
+    if not (index_dir / "index.json").is_file():
+        build_index(IndexConfig(source=corpus_dir, index_dir=index_dir, encoding=FP32))
+    with Index.open(index_dir) as index:
+        encoding = index.info.vector_encoding
+    if encoding != FP32:
+        raise SystemExit(f"{index_dir} was built as {encoding}; bench_encode sets every variant against fp32. "
+                         f"Rebuild it: python -m indexer build --source {corpus_dir} --index {index_dir} "
+                         "--encoding fp32 --rebuild")
     return index_dir
 
 

@@ -44,6 +44,7 @@ from data.beir import load_beir_qrels, load_beir_queries
 from data.dev_sets import DEV_SETS, DevSet, build_dev_sets, load_dev_sets
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
+from indexer.encoding import FP32
 from indexer.store.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
 from search import Searcher, SearchParams, resolve_reranker
 from search.config import SearchConfig
@@ -275,11 +276,13 @@ def relisted(searcher: Searcher, lists: dict[str, QueryLists], queries: dict[str
 
 
 def dev_index(dev: DevSet, dev_dir: Path, scifact_index: Path) -> Path:
+    """The dev set's index, built in fp32 if missing: the benchmarks' reference, the same on every
+    CPU (bench_encode measures what other encodings change)."""
     if dev.name == "scifact-dev":
         return scifact_index
     index_dir = dev_dir / f"index-{dev.name}"
     if not (index_dir / "index.json").is_file():
-        build_index(IndexConfig(source=dev.corpus_dir, index_dir=index_dir))
+        build_index(IndexConfig(source=dev.corpus_dir, index_dir=index_dir, encoding=FP32))
     return index_dir
 
 

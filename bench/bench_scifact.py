@@ -25,6 +25,7 @@ from bench.record import markdown_table, record
 from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
+from indexer.encoding import FP32
 from search import SearchConfig, Searcher, SearchParams, resolve_reranker
 from search.eval import evaluate_searcher
 from search.metrics import evaluate_rankings, percentile_ms
@@ -89,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     depth = 100
 
     t0 = time.perf_counter()
-    report = build_index(IndexConfig(source=beir_dir, index_dir=args.index))
+    # fp32: this index is the SciFact reference other benchmarks share, the same on every CPU;
+    # bench_encode.py --scifact-test gives what the CPU's default encoding changes.
+    report = build_index(IndexConfig(source=beir_dir, index_dir=args.index, encoding=FP32))
     build_s = time.perf_counter() - t0
     searcher = Searcher(args.index)
     results = {

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from indexer.encoding import cpu_flags
+
 BATCH = 32
 Runner = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -132,7 +134,9 @@ def onnx_runner(model: Any, work: Path, int8: bool) -> Runner:
 
 
 def openvino_runner(model: Any, precision: str) -> Runner:
-    import openvino as ov
+    from indexer.encoding import import_openvino
+
+    ov = import_openvino()
 
     converted = ov.convert_model(_HiddenStates(model[0].auto_model).eval(), example_input=_example(model))
     compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": precision,
@@ -186,16 +190,6 @@ def as_bi_encoder(model: Any, encode: Callable[[Sequence[str]], np.ndarray]) -> 
 
     variant.encode = encode_call
     return variant
-
-
-def cpu_flags() -> set[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def _cpuinfo(key: str) -> str:

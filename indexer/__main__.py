@@ -15,6 +15,7 @@ from pathlib import Path
 from indexer.build.config import IndexConfig
 from indexer.build.pipeline import build_index
 from indexer.build.repair import repair_index
+from indexer.encoding import ENCODINGS
 from indexer.errors import IndexerError
 from indexer.index import Index
 from indexer.settings import quiet_library_logs
@@ -34,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     build.add_argument("--keep-missing", action="store_true", help="do not remove documents the source no longer has")
     build.add_argument("--strict", action="store_true", help="fail on the first bad file or record")
     build.add_argument("--batch-size", type=int, default=64)
+    build.add_argument("--encoding", choices=list(ENCODINGS), default=None,
+                       help="how the model computes the vectors (default: the index's; for a new index "
+                            "openvino-bf16 on CPUs with AMX or AVX-512 bf16, else fp32; see docs)")
     build.add_argument("--passage-tokens", type=int, default=None, help="tokens per passage (default: the index's, or what the model reads for a new index)")
     build.add_argument("--overlap", type=int, default=None,
                        help="tokens shared by consecutive passages (default: the index's, or 32 for a new index)")
@@ -90,6 +94,7 @@ def config_from_args(args: argparse.Namespace) -> IndexConfig:
         strict=args.strict,
         prune=not args.keep_missing,
         batch_size=args.batch_size,
+        encoding=args.encoding,
         passage_tokens=args.passage_tokens,
         overlap_tokens=args.overlap,
         embed_titles=False if args.no_titles else None,
@@ -126,6 +131,7 @@ def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
     rows = [
         ("documents", f"{stats.documents:,}"), ("passages", f"{stats.passages:,}"),
         ("model", f"{stats.model_label} ({stats.dimension} dimensions)"),
+        ("encoding", f"{stats.encoding}: {ENCODINGS[stats.encoding]}"),
         ("vector index", stats.vector_index), ("recall@10 vs exact", f"{stats.recall_at_10:.3f}"),
         ("delta segments", f"{stats.delta_segments} ({stats.deleted_pending} deleted passages pending)"),
         ("build", f"{stats.build_id}, {stats.built_at:%Y-%m-%d %H:%M} UTC, {stats.build_seconds:.1f} s"),

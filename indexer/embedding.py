@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from indexer import settings
+from indexer.encoding import FP32, check_encoding, with_encoding
 from indexer.model_spec import ModelSpec
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,8 +24,11 @@ logger = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]
 
 
-def load_bi_encoder(model: str | os.PathLike | ModelSpec | None = None, device: str | None = None):
-    """Load a SentenceTransformer once per process for each model, its files' fingerprint and device.
+def load_bi_encoder(model: str | os.PathLike | ModelSpec | None = None, device: str | None = None,
+                    encoding: str = FP32):
+    """Load a SentenceTransformer once per process for each model, its files' fingerprint, device
+    and encoding (`indexer.encoding`: fp32, the model as it is; openvino-bf16, its transformer
+    compiled by OpenVINO, converted once per fingerprint into the cache folder).
 
     Keyed by the fingerprint, so weights replaced in a folder are loaded anew, never served
     from the cache under the old identity. A cross-encoder's folder is refused: loaded as a
@@ -31,7 +36,7 @@ def load_bi_encoder(model: str | os.PathLike | ModelSpec | None = None, device: 
     """
     spec = ModelSpec.resolve(model)
     _refuse_cross_encoder(spec.path)
-    return _load(spec.id, str(spec.path), spec.fingerprint(), device)
+    return _load(spec.id, str(spec.path), spec.fingerprint(), device, check_encoding(encoding))
 
 
 def is_loaded_bi_encoder(model: object) -> bool:
@@ -74,7 +79,11 @@ def quiet_model_loading() -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(model_id: str, path: str, fingerprint: str, device: str | None):
+def _load(model_id: str, path: str, fingerprint: str, device: str | None, encoding: str):
+    if encoding != FP32:
+        model = _load(model_id, path, fingerprint, device, FP32)
+        logger.info("compiling bi-encoder %s as %s", model_id, encoding)
+        return with_encoding(model, encoding, settings.cache_dir() / encoding / fingerprint[:32])
     from sentence_transformers import SentenceTransformer
 
     quiet_model_loading()

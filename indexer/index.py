@@ -417,12 +417,13 @@ class Index:
             )
 
     def load_model(self, device: str | None = None):
-        """The index's bi-encoder, checked against the index (files and dimension)."""
+        """The index's bi-encoder, checked against the index (files and dimension), computing as the
+        index's vectors were computed (`IndexInfo.vector_encoding`)."""
         from indexer.embedding import embedding_dimension, load_bi_encoder
 
         spec = self.model_spec
         self.check_model(spec)
-        model = load_bi_encoder(spec, device=device)
+        model = load_bi_encoder(spec, device=device, encoding=self.info.vector_encoding)
         self.check_model(spec, embedding_dimension(model))
         return model
 

@@ -70,6 +70,22 @@ def model_loading() -> str:
     return _text("SEMSEARCH_MODEL_LOADING").lower() or "background"
 
 
+def encoding() -> str | None:
+    """SEMSEARCH_ENCODING: how new indexes encode ("fp32", "openvino-bf16"); None when unset (chosen
+    by the CPU, `indexer.encoding.choose_encoding`)."""
+    return _text("SEMSEARCH_ENCODING") or None
+
+
+def cache_dir() -> Path:
+    """SEMSEARCH_CACHE, else $XDG_CACHE_HOME/semsearch, else ~/.cache/semsearch: models converted
+    for another runtime (OpenVINO), kept so that later loads skip the conversion."""
+    value = _text("SEMSEARCH_CACHE")
+    if value:
+        return _path(value)
+    base = _text("XDG_CACHE_HOME")
+    return (Path(base).expanduser() if base else Path.home() / ".cache") / "semsearch"
+
+
 def build_source() -> Path | None:
     """SEMSEARCH_BUILD_SOURCE: a source the app indexes in the background while it serves."""
     value = _text("SEMSEARCH_BUILD_SOURCE")

@@ -12,6 +12,7 @@ import contextlib
 import math
 from collections.abc import Iterator
 
+from indexer.encoding import choose_encoding
 from indexer.errors import BadInputError, IndexerError, IndexMismatchError
 from indexer.model_spec import ModelSpec
 from indexer.store.metadata_filter import parse_filter
@@ -65,7 +66,7 @@ def write_target(collection: Collection, models: SharedModels, default_model: st
             model = searcher.model
         else:
             spec = ModelSpec.resolve(settings.model or default_model)
-            model = models.get(spec)
+            model = models.get(spec, choose_encoding())  # what the new collection's first build picks
     except (OSError, ValueError) as err:
         raise ApiError(409, "model_unavailable", collection.service.public(
             f"Collection {collection.name!r} cannot load its model: {err}")) from err

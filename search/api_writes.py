@@ -124,7 +124,7 @@ def upsert(target: WriteTarget, documents: list[Document], wait_seconds: float) 
     chunking = chunking_for(config, target.model, None)
 
     def write() -> BuildReport:
-        embedder = WholeBatchEmbedder(target.model, config)
+        embedder = WholeBatchEmbedder(target.spec, target.model, config)
         meta = BuildMeta(target.spec, embedding_dimension(target.model), chunking.passage_tokens,
                          chunking.overlap_tokens, chunking.embed_titles, time.perf_counter(),
                          config.vector_index, config.segments)
@@ -156,7 +156,7 @@ def remove_documents(folder: Path, db_url: str | None, ids: Sequence[str], wait_
                 if present:
                     meta = BuildMeta(ModelSpec.resolve(info.model), info.dimension, info.passage_tokens,
                                      info.overlap_tokens, info.embed_titles, time.perf_counter(), None,
-                                     SegmentPolicy())
+                                     SegmentPolicy(), encoding=info.vector_encoding)
                     tx.commit(Plan(remove=present), API_ORIGIN, [], np.empty((0, info.dimension), np.float32), meta)
                 return present
         finally:

@@ -13,6 +13,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Idle OpenMP threads sleep instead of spinning: on 2 shared cores, spinning made
 # tiny-model training ~60x slower. Must be set before torch is first imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Indexes built by tests compute fp32 vectors, whatever this CPU would choose (`indexer.encoding`),
+# so that tests comparing stored vectors with `encode()` hold on every machine; the encodings and
+# the machine's choice are tested in tests/indexer/test_encoding.py, which unsets this.
+os.environ.setdefault("SEMSEARCH_ENCODING", "fp32")
 
 from data.paths import shared_data_dir
 

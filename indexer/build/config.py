@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexer.encoding import check_encoding
 from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
 from indexer.store.ann import VectorIndexConfig
 from indexer.store.segments import SegmentPolicy
@@ -37,6 +38,10 @@ class IndexConfig:
     strict: bool = False
     prune: bool = True
     batch_size: int = 64
+    # How the model computes the vectors (`indexer.encoding`): None keeps the index's own, or, for a
+    # new index, `choose_encoding` (SEMSEARCH_ENCODING, else by the CPU). Another than the index's
+    # is refused like other chunking settings; `--rebuild` changes it.
+    encoding: str | None = None
     passage_tokens: int | None = None
     overlap_tokens: int | None = None
     embed_titles: bool | None = None
@@ -72,6 +77,8 @@ class IndexConfig:
             object.__setattr__(self, "vector_index", VectorIndexConfig(**self.vector_index))
         if isinstance(self.segments, dict):
             object.__setattr__(self, "segments", SegmentPolicy(**self.segments))
+        if self.encoding is not None:
+            check_encoding(self.encoding)
         if self.embeddings is not None:
             object.__setattr__(self, "embeddings", Path(self.embeddings))
             if self.ray is not None:

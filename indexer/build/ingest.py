@@ -141,9 +141,10 @@ def _check_index(tx: WriteTransaction, table: VectorTable, meta: BuildMeta) -> B
             f"{info.dimension} from model {info.model}. Pass --model {info.model} with vectors that "
             "model made, build into another --index folder, or pass --rebuild to replace the index."
         )
-    # Ingested documents are whole passages: the index's chunking settings stay as recorded.
-    meta = dataclasses.replace(meta, passage_tokens=info.passage_tokens,
-                               overlap_tokens=info.overlap_tokens, embed_titles=info.embed_titles)
+    # Ingested documents are whole passages: the index's chunking settings stay as recorded, and so
+    # does its encoding (vectors computed elsewhere are declared to be the model's, in any precision).
+    meta = dataclasses.replace(meta, passage_tokens=info.passage_tokens, overlap_tokens=info.overlap_tokens,
+                               embed_titles=info.embed_titles, encoding=info.vector_encoding)
     tx.check_compatible(meta)
     return meta
 

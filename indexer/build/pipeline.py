@@ -33,6 +33,7 @@ from indexer.build.loop import (
 )
 from indexer.build.report import BuildReport, ProgressCallback
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
+from indexer.encoding import FP32, choose_encoding
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
 from indexer.sources.chunking import left_out, short_tail_tokens, split_into_sections
@@ -99,6 +100,17 @@ def chunking_for(config: IndexConfig, model, info: IndexInfo | None) -> Chunking
             f"({budget} tokens); lower --overlap."
         )
     return Chunking(budget, overlap, embed_titles)
+
+
+def encoding_for(config: IndexConfig, info: IndexInfo | None) -> str:
+    """The build's encoding: as `config` gives it, else the index's, else `choose_encoding` (by the
+    CPU). One that differs from the index's is refused later, by `WriteTransaction.check_compatible`."""
+    if config.encoding is not None:
+        return config.encoding
+    if info is not None:
+        return info.vector_encoding
+    # On Ray, the workers' CPUs (or GPUs) are not this machine's: fp32 computes the same everywhere.
+    return FP32 if config.ray is not None else choose_encoding()
 
 
 def embedding_inputs(
@@ -214,24 +226,28 @@ class ModelEmbedder(Embedder):
     unit = "passage"
     first_commit = FIRST_COMMIT_PASSAGES
 
-    def __init__(self, model, config: IndexConfig) -> None:
-        self.model, self.config = model, config
+    def __init__(self, spec: ModelSpec, model, config: IndexConfig) -> None:
+        self.spec, self.model, self.config = spec, model, config
         self.cutter: PassageCutter | None = None
         self.estimated = False  # the first estimate waits for the count
         self.embed_titles = True
         self.ray_stream = None  # with --ray: one Ray pipeline over the whole plan (ray_embed.py)
+        self.encoding = FP32  # settled in the first commit
         self.warnings: list[str] = []
 
     def settle(self, tx: WriteTransaction, meta: BuildMeta) -> BuildMeta:
         if self.cutter is not None:
             return meta
+        self.encoding = encoding = encoding_for(self.config, tx.info)
+        if encoding != FP32:  # the model, loaded in fp32 before the transaction, runs as the index's
+            self.model = load_bi_encoder(self.spec, encoding=encoding)
         chunking = chunking_for(self.config, self.model, tx.info)
         self.cutter = PassageCutter(self.model.tokenizer, chunking.passage_tokens, chunking.overlap_tokens,
                                     short_tail_tokens(chunking.passage_tokens, self.config.merge_short_tails))
         self.warnings = self.cutter.warnings
         self.embed_titles = chunking.embed_titles
-        return dataclasses.replace(meta, passage_tokens=chunking.passage_tokens,
-                                   overlap_tokens=chunking.overlap_tokens, embed_titles=chunking.embed_titles)
+        return dataclasses.replace(meta, passage_tokens=chunking.passage_tokens, overlap_tokens=chunking.overlap_tokens,
+                                   embed_titles=chunking.embed_titles, encoding=encoding)
 
     def passages(self, doc: Document) -> list[PassageSpan]:
         assert self.cutter is not None, "settle() comes first"
@@ -254,8 +270,8 @@ class ModelEmbedder(Embedder):
             return
         from indexer.build.ray_embed import RayStream
 
-        self.ray_stream = RayStream(self.config.ray, ModelSpec.resolve(self.config.model),
-                                    self.inputs(to_embed, [self.passages(d) for d in to_embed]))
+        self.ray_stream = RayStream(self.config.ray, self.spec, self.inputs(to_embed, [self.passages(d) for d in to_embed]),
+                                    self.encoding)
 
     def embed(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]],
               step: ProgressCallback) -> np.ndarray:
@@ -296,10 +312,12 @@ class NoModelEmbedder(Embedder):
                 or (info.model, info.model_fingerprint) != (self.spec.id, self.spec.fingerprint())
                 or config.overlap_tokens not in (None, info.overlap_tokens)
                 or config.embed_titles not in (None, info.embed_titles)
-                or config.passage_tokens not in (None, info.passage_tokens)):
+                or config.passage_tokens not in (None, info.passage_tokens)
+                or config.encoding not in (None, info.vector_encoding)):
             raise NeedsModel
         return dataclasses.replace(meta, dimension=info.dimension, passage_tokens=info.passage_tokens,
-                                   overlap_tokens=info.overlap_tokens, embed_titles=info.embed_titles)
+                                   overlap_tokens=info.overlap_tokens, embed_titles=info.embed_titles,
+                                   encoding=info.vector_encoding)
 
     def check(self, changes: Plan) -> None:
         if changes.to_embed:
@@ -348,4 +366,5 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
                          config.vector_index, config.segments)
     except KeyboardInterrupt:
         raise interrupted_before_writing(config) from None
-    return commit_in_chunks(config, report, started, documents, ModelEmbedder(model, config), meta, progress)
+    return commit_in_chunks(config, report, started, documents, ModelEmbedder(spec, model, config), meta,
+                            progress)

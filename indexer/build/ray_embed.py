@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
+from indexer.encoding import FP32
 from indexer.errors import IndexerError
 from indexer.model_spec import ModelSpec
 
@@ -49,7 +50,8 @@ class RayEmbeddingError(IndexerError):
 class PassageEncoder:
     """The Ray actor: loads the bi-encoder once, then encodes one block of passages per call."""
 
-    def __init__(self, model_path: str, fingerprint: str, batch_size: int, device: str | None) -> None:
+    def __init__(self, model_path: str, fingerprint: str, batch_size: int, device: str | None,
+                 encoding: str = FP32) -> None:
         spec = ModelSpec.resolve(model_path)
         if spec.fingerprint() != fingerprint:
             raise RuntimeError(
@@ -57,7 +59,7 @@ class PassageEncoder:
                 f"differ from the driver's ({fingerprint[:12]}). Put the model folder on a filesystem every "
                 "node shares, at the same path."
             )
-        self.model = load_bi_encoder(spec, device=device)
+        self.model = load_bi_encoder(spec, device=device, encoding=encoding)
         self.batch_size = batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -106,8 +108,9 @@ class RayStream:
     rather than pair vectors with the wrong passages.
     """
 
-    def __init__(self, address: str, spec: ModelSpec, texts: list[str], encoder: type | None = None) -> None:
-        self.address, self.spec, self.texts = address, spec, texts
+    def __init__(self, address: str, spec: ModelSpec, texts: list[str], encoding: str = FP32,
+                 encoder: type | None = None) -> None:
+        self.address, self.spec, self.texts, self.encoding = address, spec, texts, encoding
         self.encoder = encoder or PassageEncoder
         self._next = 0  # passages handed out so far
         self._blocks: Iterator[np.ndarray] | None = None
@@ -182,7 +185,8 @@ class RayStream:
                     batch_format="numpy",
                     fn_constructor_kwargs={"model_path": str(self.spec.path),
                                            "fingerprint": self.spec.fingerprint(), "batch_size": batch_size,
-                                           "device": "cuda" if pool.num_gpus else None},
+                                           "device": "cuda" if pool.num_gpus else None,
+                                           "encoding": self.encoding},
                     compute=ray.data.ActorPoolStrategy(size=min(pool.size, len(tables))),
                     num_cpus=pool.num_cpus,
                     num_gpus=pool.num_gpus,

@@ -113,9 +113,9 @@ def repair_index(
                 tx.keep_committed()
                 return RepairReport(index.index_dir, 0, False, problems, manifest_rewritten=lost,
                                     texts_restored=text_check.restored, texts_lost=text_check.lost)
-            model = model if model is not None else load_bi_encoder(spec)
+            model = model if model is not None else load_bi_encoder(spec, encoding=info.vector_encoding)
             meta = BuildMeta(spec, embedding_dimension(model), info.passage_tokens,
-                             info.overlap_tokens, info.embed_titles, started)
+                             info.overlap_tokens, info.embed_titles, started, encoding=info.vector_encoding)
             reembedded = 0
             if vectors is None or reembed:
                 vectors = VectorStore.create(meta.dimension)

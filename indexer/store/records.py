@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from indexer.encoding import FP32
 from indexer.model_spec import ModelSpec
 from indexer.sources.outline import Location
 
@@ -40,6 +41,12 @@ class IndexInfo:
     built_at: dt.datetime
     build_seconds: float
     layout: dict[str, Any] | None = None  # see indexer.store.segments.SegmentLayout
+    encoding: str | None = None  # see indexer.encoding; None: fp32, an index from before encodings
+
+    @property
+    def vector_encoding(self) -> str:
+        """How the index's vectors were computed, and how its queries must be (`indexer.encoding`)."""
+        return self.encoding or FP32
 
     @classmethod
     def from_row(cls, row: IndexInfoRow) -> IndexInfo:
@@ -58,6 +65,7 @@ class IndexStats:
     model: str
     model_label: str
     dimension: int
+    encoding: str
     built_at: dt.datetime
     build_seconds: float
     vector_file: str
@@ -86,6 +94,7 @@ class IndexStats:
             model=info.model,
             model_label=ModelSpec(info.model, Path(info.model)).label,
             dimension=info.dimension,
+            encoding=info.vector_encoding,
             built_at=info.built_at,
             build_seconds=info.build_seconds,
             vector_file=info.vector_file,
@@ -149,6 +158,7 @@ class BuildMeta:
     # else auto) and when commits append segments (`indexer.store.segments.SegmentPolicy`; None: default).
     vector_index: Any = None
     segments: Any = None
+    encoding: str = FP32  # how the vectors are computed (`indexer.encoding`), settled from the index's
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])  # one per build, all its chunks
 
 

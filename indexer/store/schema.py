@@ -120,3 +120,6 @@ class IndexInfoRow(Base):
     # NULL: one exact flat base, as every index was before index types. Added in place to older
     # tables of this format by `sql_store.create_schema`, so they need no rebuild.
     layout: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True, default=None)
+    # How the vectors were computed (`indexer.encoding`): "fp32", "openvino-bf16". NULL: fp32, as
+    # every index was before encodings; added in place like `layout`.
+    encoding: Mapped[str | None] = mapped_column(String(32), nullable=True, default=None)

@@ -172,8 +172,11 @@ def schema_state(conn: Connection) -> str:
 def create_schema(conn: Connection) -> None:
     Base.metadata.create_all(conn)
     table = IndexInfoRow.__table__
-    if "layout" not in _info_columns(conn):  # a table of this format from before index types
+    info_columns = _info_columns(conn)
+    if "layout" not in info_columns:  # a table of this format from before index types
         conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN layout JSON"))
+    if "encoding" not in info_columns:  # from before encodings were recorded
+        conn.execute(text(f"ALTER TABLE {table.name} ADD COLUMN encoding VARCHAR(32)"))
     present = passage_columns(conn)
     if "text_hash" not in present:  # passages of this format from before checksums
         conn.execute(text(f"ALTER TABLE {PassageRow.__tablename__} ADD COLUMN text_hash VARCHAR(16)"))
@@ -220,7 +223,7 @@ def drop_schema(conn: Connection) -> None:
 
 
 def read_info(conn: Connection) -> IndexInfoRow | None:
-    """The info row; columns an older table lacks (`layout`) read as None."""
+    """The info row; columns an older table lacks (`layout`, `encoding`) read as None."""
     table = IndexInfoRow.__table__
     present = _info_columns(conn)
     columns = [column for column in table.columns if column.name in present]

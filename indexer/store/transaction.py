@@ -110,6 +110,14 @@ class WriteTransaction:
                 "settings, build into another --index folder, or pass --rebuild to cut and "
                 "embed everything again with the new ones."
             )
+        if info.vector_encoding != meta.encoding:
+            raise IndexMismatchError(
+                f"The index in {self.layout.root} holds vectors encoded as {info.vector_encoding}; this "
+                f"build asks for {meta.encoding}, and vectors of both in one index would not be quite "
+                f"the same function. Leave --encoding out to keep the index's ({info.vector_encoding}), "
+                "build into another --index folder, or pass --rebuild to embed everything again as "
+                f"{meta.encoding}."
+            )
 
     def committed_vectors(self) -> SegmentedVectors | None:
         """A CPU copy of the committed vectors, verified; None on a first build."""
@@ -340,6 +348,7 @@ class WriteTransaction:
             model=meta.model.id,
             model_fingerprint=meta.model.fingerprint(),
             dimension=meta.dimension,
+            encoding=meta.encoding,
             documents=documents,
             passage_tokens=meta.passage_tokens,
             overlap_tokens=meta.overlap_tokens,

@@ -610,7 +610,7 @@ def test_a_server_opening_in_the_background_answers_loading_until_ready(served_i
 
     # The service loads each model once for all its collections, through SharedModels: hold that load.
     gate, real = threading.Event(), SharedModels.get
-    monkeypatch.setattr(SharedModels, "get", lambda self, spec: gate.wait(60) and real(self, spec))
+    monkeypatch.setattr(SharedModels, "get", lambda self, spec, *args: gate.wait(60) and real(self, spec, *args))
     config = ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir),
                        open_in_background=True)
     with TestClient(create_app(config)) as loading:

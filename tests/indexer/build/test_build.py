@@ -213,7 +213,7 @@ def test_a_build_with_nothing_to_embed_never_loads_the_model(topic_corpus, tmp_p
     build_index(config(topic_corpus, index_dir, tiny_model))
     loads = []
     real_load = indexer.build.pipeline.load_bi_encoder
-    monkeypatch.setattr(indexer.build.pipeline, "load_bi_encoder", lambda spec: loads.append(spec) or real_load(spec))
+    monkeypatch.setattr(indexer.build.pipeline, "load_bi_encoder", lambda spec, **kw: loads.append(spec) or real_load(spec, **kw))
 
     unchanged = build_index(config(topic_corpus, index_dir, tiny_model))
     assert (unchanged.documents_unchanged, unchanged.passages_embedded) == (4, 0)
