@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -185,13 +185,18 @@ def next_chunk(changes: Plan, passages_of: Callable[[Document], Sequence[Passage
     )
 
 
-def estimated_passages(to_embed: Sequence[Document], spans: Mapping[str, Sequence[PassageSpan]]) -> int:
-    """Passages of `to_embed`: counted where cut, else estimated from characters per passage."""
+def estimated_passages(to_embed: Sequence[Document], spans: Mapping[str, Sequence[PassageSpan]],
+                       sample: Collection[str] = ()) -> int:
+    """Passages of `to_embed`: counted where cut, else estimated from passages per character, over
+    the `sample` of documents cut when given (spread over the whole plan, so the rate is not that of
+    the first documents, which a source in order may not share), else over every one cut."""
     cut = [d for d in to_embed if d.doc_id in spans]
     counted = sum(len(spans[d.doc_id]) for d in cut)
-    chars = sum(len(d.text) for d in cut)
     rest = sum(len(d.text) for d in to_embed if d.doc_id not in spans)
-    return counted + (round(rest * counted / chars) if chars and rest else 0)
+    basis = [d for d in cut if d.doc_id in sample] or cut
+    chars = sum(len(d.text) for d in basis)
+    per_char = sum(len(spans[d.doc_id]) for d in basis) / chars if chars else 0.0
+    return counted + round(rest * per_char)
 
 
 def nothing_to_embed(doc: Document) -> InputIssue:
