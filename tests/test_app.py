@@ -141,7 +141,7 @@ def test_search_page_shows_stats_and_ranks_the_right_document_first(
     assert stats["Passages"] == "4"
     assert stats["Last build"].endswith(" s")
     assert at.main.caption[0].value.startswith(  # the label escaped as Markdown: it reads the same
-        "Model **all\\-MiniLM\\-L6\\-v2** (384 dimensions) · vector index exact (Flat) · built "
+        "Model **all\\-MiniLM\\-L6\\-v2** (384 dimensions, fp32) · vector index exact (Flat) · built "
     )
     assert at.info and "Type a question" in at.info[0].value  # nothing searched yet
 

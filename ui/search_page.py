@@ -126,7 +126,7 @@ def show_stats(area, stats: IndexStats, building: tuple[int, int] | None = None)
         "added it, not the time to index everything.",
     )
     area.caption(
-        f"Model **{escape_markdown(stats.model_label)}** ({stats.dimension} dimensions) · "
+        f"Model **{escape_markdown(stats.model_label)}** ({stats.dimension} dimensions, {stats.encoding}) · "
         f"vector index {stats.vector_index} · "
         f"built {stats.built_at:%Y-%m-%d %H:%M} UTC"
     )
