@@ -52,6 +52,7 @@ def embed_inputs(index_dir: Path, model) -> list[str]:
 
 SIZES = (250, 1000, 10000)
 PASSAGES_PER_DOC = 2.0  # SciFact: 10,342 passages from 5,183 documents
+SMALL_REPEATS = 5  # runs under 1,000 passages: a few seconds each, and the noisiest
 
 
 def rate(seconds: list[float], passages: int) -> float:
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passages", type=int, nargs="+", default=list(SIZES),
                         help="about how many passages each size indexes (SciFact's first documents)")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=2, help="alternating runs per size (1 at 10,000 and over)")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help=f"runs per size (at least {SMALL_REPEATS} under 1,000 passages, 1 at 10,000 and over)")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     beir_dir = args.data / "scifact"
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         f"SciFact's first documents, all-MiniLM-L6-v2 on the CPU, batch size {args.batch_size}; per size, "
         f"`encode()` of the indexer's own passage texts (the peer), `python -m indexer build --encoding fp32`, and "
         f"the build with the default encoding this CPU gets (`{chosen}`, `indexer/encoding.py`), in alternating runs "
-        f"({args.repeats} per size, 1 at 10,000 passages and over), median shown; each build is end to end (read, "
+        f"({args.repeats} per size, {SMALL_REPEATS} under 1,000 passages, 1 at 10,000 and over), order rotating, median shown; each build is end to end (read, "
         "split, SQL, FAISS, BM25, its atomic chunked commits). Both encodings' models are loaded and compiled "
         f"beforehand, so no timing includes loading.\n\n{table}"
     )
@@ -101,25 +103,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure_size(beir_dir: Path, wanted: int, model, chosen: str, args: argparse.Namespace, work: Path) -> list:
-    """One table row: the three pipelines over the same documents, alternating."""
+    """One table row: the three pipelines over the same documents, in an order that rotates each
+    run (no pipeline always first after the previous size), medians of the runs."""
     source = write_subset(beir_dir, max(1, round(wanted / PASSAGES_PER_DOC)), work / f"subset-{wanted}.jsonl")
-    repeats = 1 if wanted >= 10000 else args.repeats
-    seconds: dict[str, list[float]] = {"encode": [], FP32: [], chosen: []}
+    repeats = 1 if wanted >= 10000 else max(args.repeats, SMALL_REPEATS if wanted < 1000 else 0)
+    order = list(dict.fromkeys([FP32, chosen, "encode"]))  # the first run builds first: its texts feed encode()
+    seconds: dict[str, list[float]] = {name: [] for name in order}
     passages, texts = 0, []
     for rep in range(repeats):
-        for encoding in dict.fromkeys([FP32, chosen]):
-            index_dir = work / f"idx-{wanted}-{encoding}-{rep}"
+        for name in order[rep % len(order):] + order[:rep % len(order)]:
             began = time.perf_counter()
+            if name == "encode":
+                model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True)
+                seconds[name].append(time.perf_counter() - began)
+                continue
+            index_dir = work / f"idx-{wanted}-{name}-{rep}"
             report = build_index(IndexConfig(source=source, index_dir=index_dir, batch_size=args.batch_size,
-                                             show_progress=False, encoding=encoding))
-            seconds[encoding].append(time.perf_counter() - began)
+                                             show_progress=False, encoding=name))
+            seconds[name].append(time.perf_counter() - began)
             passages = report.passages_embedded
             if not texts:
                 texts = embed_inputs(index_dir, model)
             shutil.rmtree(index_dir)
-        began = time.perf_counter()
-        model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-        seconds["encode"].append(time.perf_counter() - began)
         print(f"{passages} passages, run {rep + 1}: "
               + ", ".join(f"{name} {passages / values[-1]:.1f}/s" for name, values in seconds.items()), flush=True)
     peer = rate(seconds["encode"], passages)
