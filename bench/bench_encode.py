@@ -229,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         gflops = flops / statistics.median(seconds[name]) / 1e9
         peak = peaks[VARIANTS[name].precision]
         changes = ([f"{ndcg[name][c][1] - ndcg[name][c][0]:+.4f}" for c in cells] if name in ndcg
-                   else ["(the reference)" if name == PEER else f"not measured (under {args.quality_above:g}x)"] * len(cells))
+                   else ["(the reference)" if name == PEER else "not measured (--no-quality)" if args.no_quality
+                         else f"not measured (under {args.quality_above:g}x)"] * len(cells))
         rows.append([f"`{name}`: {VARIANTS[name].description}", f"{rate[name]:.1f}", f"{rate[name] / rate[PEER]:.2f}x",
                      f"{gflops:.0f}", f"{gflops / peak:.1%} of {VARIANTS[name].precision} {peak:.0f}", *changes])
     header = ["variant", "passages/s", "vs encode()", "GFLOP/s", "share of peak",

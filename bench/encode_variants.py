@@ -14,16 +14,18 @@ replaced (`as_bi_encoder`), so the indexer's re-embedding (`repair_index(model=.
   quantised per batch);
 - `onnx-fp32`, `onnx-int8`: the transformer exported by `torch.onnx.export` and run by ONNX
   Runtime (on PyPI), int8 by ONNX Runtime's own `quantize_dynamic`;
-- `openvino-fp32`, `openvino-bf16`: converted by OpenVINO's own `convert_model` (on PyPI) from
-  the torch module, compiled for the CPU with that inference precision.
+- `openvino-fp32`, `openvino-bf16`: the product's own OpenVINO path (`indexer.encoding.
+  openvino_model`, which `openvino-bf16`, the default encoding on CPUs with bf16, runs): the
+  transformer converted by OpenVINO's `convert_model` and compiled for the CPU at that
+  precision, inside the model's own `encode()`.
 
 sentence-transformers' own `backend="onnx"`/`"openvino"` need optimum-onnx or optimum-intel,
 which (checked 2026-11-26 with pip's resolver) pin transformers 4.57 and 5.5 and a CUDA torch,
 against this project's transformers 5.23 and torch 2.13 CPU: so the runtimes are used directly.
 
 Batches of 32 texts sorted by length, as `encode()` batches them, so padding costs the same in
-every variant; mean pooling over the attention mask and L2 normalisation, as the model's own
-modules do (`check_pooling`).
+every variant; for ONNX Runtime, mean pooling over the attention mask and L2 normalisation, as
+the model's own modules do (`check_pooling`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from indexer.encoding import cpu_flags
+from indexer.encoding import cpu_flags, openvino_model
 
 BATCH = 32
 Runner = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -133,17 +135,6 @@ def onnx_runner(model: Any, work: Path, int8: bool) -> Runner:
                                                        "token_type_ids": types})[0]
 
 
-def openvino_runner(model: Any, precision: str) -> Runner:
-    from indexer.encoding import import_openvino
-
-    ov = import_openvino()
-
-    converted = ov.convert_model(_HiddenStates(model[0].auto_model).eval(), example_input=_example(model))
-    compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": precision,
-                                                          "INFERENCE_NUM_THREADS": torch.get_num_threads()})
-    return lambda ids, mask, types: compiled([ids, mask, types])[0]
-
-
 def torch_encoder(model: Any, name: str) -> Callable[[Sequence[str]], np.ndarray]:
     """fp32, fp32-1thread, bf16, int8-torch: `encode()` of the model or of a modified copy."""
     if name == "int8-torch":
@@ -171,9 +162,10 @@ def make_encoder(model: Any, name: str, work: Path) -> Callable[[Sequence[str]],
         raise ValueError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
     if name in ("fp32", "fp32-1thread", "bf16", "int8-torch"):
         return torch_encoder(model, name)
+    if name.startswith("openvino"):  # the product's own OpenVINO path (indexer/encoding.py)
+        return torch_encoder(openvino_model(model, "bf16" if name.endswith("bf16") else "f32"), name)
     check_pooling(model)
-    run = (onnx_runner(model, work / name, int8=name == "onnx-int8") if name.startswith("onnx")
-           else openvino_runner(model, "bf16" if name.endswith("bf16") else "f32"))
+    run = onnx_runner(model, work / name, int8=name == "onnx-int8")
     dim = model.get_sentence_embedding_dimension()
     return lambda texts: batched(texts, model.tokenizer, model.max_seq_length, run, dim)
 

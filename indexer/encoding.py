@@ -125,10 +125,16 @@ def with_encoding(model: Any, encoding: str, cache_dir: Path | None = None) -> A
     if getattr(first, "module_output_name", None) != "token_embeddings" or not hasattr(first, "auto_model"):
         raise ValueError(f"{encoding} runs a transformer module; this model's first module is "
                          f"{type(first).__name__}. Build with --encoding {FP32}.")
+    return openvino_model(model, "bf16", cache_dir)
+
+
+def openvino_model(model: Any, precision: str, cache_dir: Path | None = None) -> Any:
+    """A shallow copy of `model` whose first module runs in OpenVINO at `precision` ("bf16" for
+    `openvino-bf16`; bench/encode_variants.py also times "f32")."""
     encoded = copy.copy(model)
     modules = type(model._modules)(model._modules)
-    runner = copy.copy(first)
-    runner.forward = OpenVINOForward(_compiled(model, cache_dir))  # the instance's forward, not the class's
+    runner = copy.copy(model[0])
+    runner.forward = OpenVINOForward(_compiled(model, cache_dir, precision))  # the instance's, not the class's
     modules["0"] = runner
     encoded.__dict__["_modules"] = modules
     return encoded
@@ -159,7 +165,7 @@ class OpenVINOForward:
         return features
 
 
-def _compiled(model: Any, cache_dir: Path | None) -> Any:
+def _compiled(model: Any, cache_dir: Path | None, precision: str) -> Any:
     ov = import_openvino()
     import torch
 
@@ -167,11 +173,11 @@ def _compiled(model: Any, cache_dir: Path | None) -> Any:
     if converted is None:
         converted = _convert(model)
         _write_cache(converted, cache_dir)
-    compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "bf16",
+    compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": precision,
                                                           "INFERENCE_NUM_THREADS": torch.get_num_threads()})
-    precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
-    if "bf16" not in precision and "bfloat16" not in precision:  # a CPU without bf16: OpenVINO computes f32
-        logger.info("OpenVINO computes this model in %s on this CPU (it has no bf16 instructions)", precision)
+    computed = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+    if precision == "bf16" and "bf16" not in computed and "bfloat16" not in computed:  # no bf16 instructions
+        logger.info("OpenVINO computes this model in %s on this CPU (it has no bf16 instructions)", computed)
     return compiled
 
 
