@@ -38,6 +38,7 @@ class _Layout:
     documents_live: np.ndarray  # bool per FieldIndex document: has a live passage
     one_passage_each: bool  # passage i belongs to document i (document_at is the identity)
     dense_from: int | None  # the first passage id, when the ids run on without a gap
+    all_live: bool  # every passage is live and every document has one
 
 
 class FilterMatches:
@@ -66,7 +67,12 @@ class FilterMatches:
             # Each step has a path without gather or scatter for the common shapes (one passage per
             # document; passage ids without gaps): a new filter then costs milliseconds at 1M.
             per_passage = matched if layout.one_passage_each else matched[layout.document_at]
-            passages = np.logical_and(per_passage, layout.live, out=per_passage if per_passage is not matched else None)
+            if layout.all_live:  # nothing deleted, no document without passages: nothing to mask
+                passages, covered = per_passage, int(np.count_nonzero(matched))
+            else:
+                passages = np.logical_and(per_passage, layout.live,
+                                          out=per_passage if per_passage is not matched else None)
+                covered = int(np.count_nonzero(matched & layout.documents_live))
             count = int(layout.passage_ids[-1]) + 1 if len(layout.passage_ids) else 0
             if layout.dense_from is not None:
                 member = np.zeros(count, dtype=bool)
@@ -74,7 +80,7 @@ class FilterMatches:
             else:
                 member = np.zeros(count, dtype=bool)
                 member[layout.passage_ids[passages]] = True
-            subset = PassageSubset(member, int(np.count_nonzero(matched & layout.documents_live)))
+            subset = PassageSubset(member, covered)
             self._remember(key, subset)
             return subset
 
@@ -108,7 +114,7 @@ class FilterMatches:
             identity = len(at) == len(columns.doc_ids) and bool(np.array_equal(at, np.arange(len(at))))
             dense = len(ids) > 0 and int(ids[-1]) - int(ids[0]) + 1 == len(ids)
             layout = _Layout(build_id, columns, ids, at, live, documents_live, identity,
-                             int(ids[0]) if dense else None)
+                             int(ids[0]) if dense else None, bool(live.all() and documents_live.all()))
         self._layout = dataclasses.replace(layout, fields=columns)
         return self._layout
 

@@ -276,10 +276,10 @@ def test_describe():
     assert ann.describe(ivf, None) == "IVF1024,SQ8 (uncalibrated)"
 
 
-def test_an_ivf_widens_by_4_over_the_root_of_the_share():
+def test_an_ivf_widens_by_a_constant_over_the_root_of_the_share():
     from indexer.store.ann import ivf_widened, widened
 
-    assert ivf_widened(16, 0.5) == 91 > widened(16, 0.5) == 48  # more lists where matches are many
-    assert ivf_widened(16, 0.01) == 640 < widened(16, 0.01) == 1616  # far fewer where they are few
-    assert ivf_widened(16, 1.0) == 64
+    assert ivf_widened(16, 0.5) == 136 > widened(16, 0.5) == 48  # more lists where matches are many
+    assert ivf_widened(16, 0.01) == 960 < widened(16, 0.01) == 1616  # far fewer where they are few
+    assert ivf_widened(16, 1.0) == 96
     assert all(ivf_widened(16, s) <= ivf_widened(16, s / 2) for s in (0.5, 0.2, 0.05, 0.01, 0.001))

@@ -98,3 +98,32 @@ def test_a_field_no_document_holds_as_text_matches_nothing():
     numbers_only = FieldIndex("b", np.arange(1, 3, dtype=np.int64), {"n": FieldColumn.of([(True, 1), (False, None)])})
     assert numbers_only.evaluate(parse_filter({"n": {"$in": ["a", 1]}})).tolist() == [True, False]
     assert numbers_only.evaluate(parse_filter({"n": "a"})).tolist() == [False, False]
+
+
+@pytest.mark.parametrize("arrays", [False, True], ids=["one-number-each", "arrays-and-text"])
+def test_numeric_ranges_agree_with_comparing_every_value_narrow_and_wide(arrays):
+    """A range is found in the column's sorted numbers when it keeps few entries, else by comparing
+    every entry: both paths, bounds merged across conditions on one field, ties at a bound, and
+    values that are not numbers, against the per-document reading."""
+    rng = random.Random(11)
+    docs = []
+    for i in range(2_000):
+        value = rng.randint(0, 400)
+        if arrays and i % 3 == 0:
+            value = [value, str(rng.randint(0, 400)), "n/a"]  # any element may match; "n/a" never
+        elif arrays and i % 7 == 0:
+            value = "not a number"
+        docs.append({"year": value, "_id": str(i), "_path": "x.jsonl"})
+    index = FieldIndex("base", np.arange(1, len(docs) + 1, dtype=np.int64), columns_of(docs))
+    kept = []
+    for _ in range(200):
+        low = rng.randint(-10, 410)
+        width = rng.choice([0, 1, 3, 20, 200, 450])
+        flt = {"year": {rng.choice(["$gt", "$gte"]): low, rng.choice(["$lt", "$lte"]): low + width}}
+        if rng.random() < 0.3:  # one-sided, or a second lower bound on the same field
+            flt = {"$and": [flt, {"year": {rng.choice(["$gt", "$gte"]): low + rng.randint(-2, 2)}}]}
+        got = index.evaluate(parse_filter(flt))
+        want = np.array([matches(flt, reference_doc(d)) for d in docs])
+        assert np.array_equal(got, want), flt
+        kept.append(want.mean())
+    assert min(kept) == 0 and max(kept) > 0.5 and any(0 < k < 1 / 8 for k in kept)  # every path was taken
