@@ -32,6 +32,7 @@ from indexer.build.config import IndexConfig
 from indexer.build.loop import BuildLoop
 from indexer.build.pipeline import ModelEmbedder, chunking_for
 from indexer.build.report import BuildReport
+from indexer.build.source_stream import SourceStream
 from indexer.embedding import embedding_dimension
 from indexer.errors import IndexBusyError
 from indexer.index import Index
@@ -131,7 +132,7 @@ def upsert(target: WriteTarget, documents: list[Document], wait_seconds: float) 
         report = BuildReport(index_dir=config.index_dir, model=target.spec.id)
         index = Index.create(config.index_dir, config.db_url)
         try:
-            BuildLoop(config, index, list(documents), API_ORIGIN, embedder, meta, report, None).run()
+            BuildLoop(config, index, SourceStream.of(list(documents)), API_ORIGIN, embedder, meta, report, None).run()
         finally:
             index.close()
         return report

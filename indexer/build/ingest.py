@@ -15,7 +15,9 @@ search works as usual. The contract:
   not kept as metadata;
 - the file is checked in full before the index is touched, and what needs the index (its model,
   the documents to add) inside the first transaction, before anything is written: a bad file
-  leaves the index as it was;
+  leaves the index as it was. A source larger than one window (`source_stream`) is planned a
+  window at a time, so a vector missing for a document that a later window changes stops the
+  build there, with the earlier windows committed, as an interrupted build would;
 - commits go through the one build loop (`build_loop`, with `TableEmbedder` as its embedder),
   so an interrupted ingest keeps its finished chunks, a rerun resumes, and an unchanged rerun
   writes nothing.
@@ -74,10 +76,10 @@ def ingest_embeddings(
     spec = ModelSpec.resolve(config.model)
     report = BuildReport(index_dir=config.index_dir, model=spec.id)
     try:
-        documents = [_without_vector(doc) for doc in read_source(config, report)]
+        documents = read_source(config, report, _without_vector)
         dimension = model_dimension(spec)
         table = load_vectors(embeddings, dimension, model=spec.label,
-                             known_ids={doc.doc_id for doc in documents}, source=str(config.source),
+                             known_ids=documents.ids(), source=str(config.source),
                              normalize=normalize)
         if table.rescaled:
             logger.info("scaled %d vectors of %s to unit length", table.rescaled, table.path)
@@ -85,8 +87,8 @@ def ingest_embeddings(
                          embed_titles=False, started=started, vector_index=config.vector_index,
                          segments=config.segments)
         spec.fingerprint()  # hashed here, not inside the first transaction
-        if config.rebuild or not IndexLayout(config.index_dir).manifest.is_file():
-            _check_missing(documents, table, config.source)  # all are new: say so before mkdir
+        if (config.rebuild or not IndexLayout(config.index_dir).manifest.is_file()) and documents.whole:
+            _check_missing(documents.first, table, config.source)  # all are new: say so before mkdir
     except KeyboardInterrupt:
         raise interrupted_before_writing(config) from None
     return commit_in_chunks(config, report, started, documents, TableEmbedder(table, config.source),

@@ -1,8 +1,8 @@
 """The one build loop: read -> plan -> chunk -> embed -> commit, chunk by chunk.
 
-    documents = read_source(config, report)
+    documents = read_source(config, report)                # a SourceStream: windows of the source
     commit_in_chunks(config, report, started, embedder)   # opens the index, says how to resume
-        each commit, in one `index.transaction()`:
+        for each window, each commit in one `index.transaction()`:
             meta = embedder.settle(tx, meta)            # the index's settings, checked
             changes = plan_commit(tx, ...)              # plan.py, pure
             chunk = next_chunk(changes, embedder.passages, size)
@@ -13,7 +13,8 @@ How passages and vectors are made is the `Embedder`'s: the local model (`build.M
 on Ray with `--ray`), a table of precomputed vectors (`ingest.TableEmbedder`), or one that
 refuses to embed (`build.NoModelEmbedder`), so that a build with nothing to embed never loads
 the model. Every commit re-plans against what is stored and takes the next chunk of that plan,
-so an interrupted build, run again, resumes after its last commit.
+so an interrupted build, run again, resumes after its last commit. A source larger than one window
+(`source_stream.py`) is planned window by window; what no window held is removed at the end.
 """
 
 from __future__ import annotations
@@ -32,18 +33,16 @@ from tqdm.auto import tqdm
 
 from indexer.build.config import IndexConfig
 from indexer.build.report import BuildReport, ProgressCallback
-from indexer.errors import BadInputError, BuildInterrupted
+from indexer.build.source_stream import MAX_ISSUES_SHOWN, SourceStream
+from indexer.errors import BuildInterrupted
 from indexer.index import Index
 from indexer.sources.documents import Document, InputIssue, PassageSpan
-from indexer.sources.readers import read_documents
 from indexer.store.plan import Plan, Skipped, plan
 from indexer.store.records import BuildMeta
 from indexer.store.transaction import WriteTransaction
 
 logger = logging.getLogger(__name__)
 
-# How many skipped inputs (or kept documents) a message names.
-MAX_ISSUES_SHOWN = 5
 
 
 class Embedder(Protocol):
@@ -93,58 +92,30 @@ def next_commit_size(current: int, stored_passages: int, cap: int) -> int:
     return min(2 * current, max(cap, stored_passages // 4))
 
 
-def read_source(config: IndexConfig, report: BuildReport) -> list[Document]:
-    """The source's documents; skipped input goes into `report` (an error with --strict), and a
-    source with nothing to index fails before the index is touched."""
-    def on_issue(issue: InputIssue) -> None:
-        if issue.partial:  # indexed, with a caveat (pages without text)
-            if config.strict:
-                raise BadInputError(f"{issue} (--strict turns these warnings into errors)")
-            logger.warning("%s", issue)
-            report.warnings.append(str(issue))
-            return
-        if not issue.retains_stored:  # left out on purpose (a second link to a file): a warning
-            logger.warning("%s", issue)
-            report.warnings.append(str(issue))
-            return
-        if config.strict:
-            raise BadInputError(f"{issue} (--strict turns skipped input into an error)")
-        logger.warning("skipped %s%s", issue, f" ({issue.cli_hint})" if issue.cli_hint else "")
-        report.issues.append(issue)
-
-    documents = list(read_documents(
-        config.source, on_issue=on_issue,
-        csv_columns=(config.csv_id_column, config.csv_title_column, config.csv_text_column),
-        max_document_chars=config.max_document_chars, exclude=config.index_dir))
-    if not documents and not report.issues:
-        raise BadInputError(
-            f"No documents found in {config.source}. Supported inputs: a folder of text files "
-            "(any name; gzip too), a .jsonl with a 'text' field, a .csv with a text column, or a "
-            "BEIR folder."
-        )
-    if not documents:  # an index of nothing would only hide the problem
-        shown = "; ".join(str(issue) for issue in report.issues[:MAX_ISSUES_SHOWN])
-        more = len(report.issues) - MAX_ISSUES_SHOWN
-        raise BadInputError(
-            f"Nothing in {config.source} can be indexed, so nothing was written: "
-            f"{shown}{f'; and {more} more' if more > 0 else ''}. Fix these and run the build again."
-        )
-    return documents
+def read_source(config: IndexConfig, report: BuildReport,
+                transform: Callable[[Document], Document] | None = None) -> SourceStream:
+    """The source's documents as a stream of windows (`SourceStream`): its first window read now,
+    so that a source with nothing to index fails before the index is touched; skipped input goes
+    into `report` (an error with --strict)."""
+    return SourceStream(config, report, transform)
 
 
 def plan_commit(tx: WriteTransaction, config: IndexConfig, documents: Sequence[Document], origin: str,
-                report: BuildReport) -> Plan:
-    """The plan of one commit: `documents` against what `tx` stores, keeping what the read skipped."""
-    stored = tx.stored_documents([d.doc_id for d in documents], origin if config.prune else None)
-    return plan(stored, documents, origin, prune=config.prune, skipped=Skipped.of(report.issues))
+                report: BuildReport, whole: bool = True) -> Plan:
+    """The plan of one commit: `documents` against what `tx` stores, keeping what the read skipped.
+    A window of a larger source (`whole` False) is planned against its own ids only, without
+    pruning: what no window holds is removed after the last one (`BuildLoop.remove_unseen`)."""
+    prune = config.prune and whole
+    stored = tx.stored_documents([d.doc_id for d in documents], origin if prune else None)
+    return plan(stored, documents, origin, prune=prune, skipped=Skipped.of(report.issues))
 
 
 def count_plan(report: BuildReport, changes: Plan) -> None:
-    """The first plan's counts into the report, and its warnings: moved ids, kept documents."""
-    report.documents_added = len(changes.add)
-    report.documents_updated = len(changes.change)
-    report.documents_removed = len(changes.remove)
-    report.documents_unchanged = len(changes.unchanged)
+    """A window's first plan's counts added to the report, and its warnings: moved ids, kept documents."""
+    report.documents_added += len(changes.add)
+    report.documents_updated += len(changes.change)
+    report.documents_removed += len(changes.remove)
+    report.documents_unchanged += len(changes.unchanged)
     for moved in changes.moved:
         logger.warning("%s", moved)
         report.warnings.append(str(moved))
@@ -205,7 +176,7 @@ def nothing_to_embed(doc: Document) -> InputIssue:
                       doc_id=doc.doc_id)
 
 
-def commit_in_chunks(config: IndexConfig, report: BuildReport, started: float, documents: list[Document],
+def commit_in_chunks(config: IndexConfig, report: BuildReport, started: float, documents: SourceStream,
                      embedder: Embedder, meta: BuildMeta,
                      progress: ProgressCallback | None = None) -> BuildReport:
     """Open (or create) the index and commit the build chunk by chunk: Ctrl-C says what was
@@ -225,19 +196,24 @@ def commit_in_chunks(config: IndexConfig, report: BuildReport, started: float, d
 
 
 class BuildLoop:
-    """One build's commits, each one `index.transaction()`, until the plan is done.
+    """One build's commits, each one `index.transaction()`, window by window (`SourceStream`) until
+    the plan of each is done; then, for a source read in several windows, the removals.
 
     A document the embedder cuts into no passage is reported as skipped input when its chunk
     comes: it is not stored, and a stored version of it is kept (`plan.Skipped`).
     """
 
-    def __init__(self, config: IndexConfig, index: Index, documents: list[Document], origin: str,
+    def __init__(self, config: IndexConfig, index: Index, stream: SourceStream, origin: str,
                  embedder: Embedder, meta: BuildMeta, report: BuildReport,
                  progress: ProgressCallback | None) -> None:
-        self.config, self.index, self.documents, self.origin = config, index, documents, origin
+        self.config, self.index, self.stream, self.origin = config, index, stream, origin
         self.embedder, self.meta, self.report, self.progress = embedder, meta, report, progress
+        self.documents: list[Document] = []  # the window being built
         self.bar: tqdm | None = None
         self.total = self.offset = 0
+        self.rebuild, self.first = config.rebuild, True  # the build's first commit is still to come
+        self.size = min(embedder.first_commit or config.commit_passages, config.commit_passages)
+        self.held_lock = False
 
     def step(self, done: int, _chunk_total: int) -> None:
         """One bar and one callback over the whole build, not one per chunk."""
@@ -248,47 +224,73 @@ class BuildLoop:
             self.progress(self.offset + done, max(self.total, self.offset + done))
 
     def run(self) -> None:
-        config = self.config
-        rebuild, first = config.rebuild, True
-        size = min(self.embedder.first_commit or config.commit_passages, config.commit_passages)
-        held_lock = False
         try:
-            while True:
-                with self.index.transaction(rebuild=rebuild) as tx:
-                    held_lock = True
-                    self.meta = self.embedder.settle(tx, self.meta)
-                    tx.check_compatible(self.meta)  # before minutes of embedding, not after
-                    changes = plan_commit(tx, config, self.documents, self.origin, self.report)
-                    self.embedder.check(changes)
-                    if first and tx.info is not None:  # an index that answers already: no small first commit
-                        size = config.commit_passages
-                    if first and tx.replaces is not None:
-                        # A --rebuild of an index people search: one commit, so that until it lands
-                        # they search the previous build whole, and a crash leaves that one served.
-                        size = sys.maxsize
-                    taken, result, embedded = self.commit_one(tx, changes, size, first)
-                self.report.passages_committed += embedded
-                if self.embedder.embeds:
-                    self.report.passages_embedded += embedded
-                self.report.documents_committed += len(taken.to_embed)
-                self.report.add_commit(result)
-                if self.progress is not None:
-                    self.progress(self.report.passages_committed, max(self.total, self.report.passages_committed))
-                if len(taken.to_embed) == len(changes.to_embed):
-                    return
-                write_progress(self.index.layout.progress_file, self.report.passages_committed,
-                               max(self.total, self.report.passages_committed))
-                rebuild, first = False, False
-                size = next_commit_size(size, result.passages, config.commit_passages)
+            for window in self.stream.windows():
+                self.documents = window.documents
+                self.run_window(window.whole)
+            if not self.stream.whole and self.config.prune:
+                self.remove_unseen()
         finally:
-            if held_lock:  # a run that never got the lock (another build holds it) leaves that build's file
+            if self.held_lock:  # a run that never got the lock (another build holds it) leaves that build's file
                 self.index.layout.progress_file.unlink(missing_ok=True)
             if self.bar is not None:
                 self.bar.close()
 
-    def commit_one(self, tx: WriteTransaction, changes: Plan, size: int, first: bool):
-        """Embed and commit the next chunk of `changes`: (what it took, the commit, its passages)."""
-        if first:
+    def run_window(self, whole: bool) -> None:
+        """Commit one window's plan, chunk by chunk, re-planning before each commit."""
+        config, window_first = self.config, True
+        while True:
+            with self.index.transaction(rebuild=self.rebuild) as tx:
+                self.held_lock = True
+                self.meta = self.embedder.settle(tx, self.meta)
+                tx.check_compatible(self.meta)  # before minutes of embedding, not after
+                changes = plan_commit(tx, config, self.documents, self.origin, self.report, whole)
+                self.embedder.check(changes)
+                if self.first and tx.info is not None:  # an index that answers already: no small first commit
+                    self.size = config.commit_passages
+                if self.first and tx.replaces is not None:
+                    # A --rebuild of an index people search: one commit, so that until it lands
+                    # they search the previous build whole, and a crash leaves that one served.
+                    self.size = sys.maxsize
+                taken, result, embedded = self.commit_one(tx, changes, self.size, window_first)
+            self.report.passages_committed += embedded
+            if self.embedder.embeds:
+                self.report.passages_embedded += embedded
+            self.report.documents_committed += len(taken.to_embed)
+            self.report.add_commit(result)
+            if self.progress is not None:
+                self.progress(self.report.passages_committed, max(self.total, self.report.passages_committed))
+            self.rebuild, self.first, window_first = False, False, False
+            self.size = next_commit_size(self.size, result.passages, config.commit_passages)
+            if len(taken.to_embed) == len(changes.to_embed):
+                return
+            write_progress(self.index.layout.progress_file, self.report.passages_committed,
+                           max(self.total, self.report.passages_committed))
+
+    def remove_unseen(self) -> None:
+        """After the last window of a source read in several: remove in one commit the stored
+        documents of this source that no window held, keeping those whose input was skipped."""
+        with self.index.transaction() as tx:
+            self.meta = self.embedder.settle(tx, self.meta)
+            stale: list[tuple[str, str]] = []
+            for page in tx.documents_of_origin(self.origin):
+                unseen = self.stream.unseen([key for key, _ in page])
+                stale += [entry for entry, gone in zip(page, unseen.tolist(), strict=True) if gone]
+            skipped = Skipped.of(self.report.issues)
+            kept = sorted(key for key, source in stale if skipped.covers(key, source))
+            changes = Plan(remove=sorted(key for key, source in stale if not skipped.covers(key, source)),
+                           kept=kept)
+            # Nothing to remove: no commit (an empty one would load and verify every file).
+            result = tx.commit(changes, self.origin, [], np.empty((0, self.meta.dimension), np.float32),
+                               self.meta) if changes.remove else None
+        count_plan(self.report, changes)
+        if result is not None:
+            self.report.add_commit(result)
+
+    def commit_one(self, tx: WriteTransaction, changes: Plan, size: int, window_first: bool):
+        """Embed and commit the next chunk of `changes`: (what it took, the commit, its passages).
+        `window_first`: the window's first commit, whose plan is the window's whole plan."""
+        if window_first:
             self.embedder.begin(changes.to_embed)
         taken = next_chunk(changes, self.embedder.passages, size)
         empty = {doc.doc_id: doc for doc in taken.to_embed if not self.embedder.passages(doc)}
@@ -296,16 +298,16 @@ class BuildLoop:
             add=[d for d in taken.add if d.doc_id not in empty],
             change=[d for d in taken.change if d.doc_id not in empty],
             remove=taken.remove, unchanged=taken.unchanged, moved=taken.moved, kept=taken.kept)
-        if first:
+        if window_first:
             count_plan(self.report, changes)
         if empty:
             self.skip_empty(list(empty.values()), changes)
         rest = [d for d in changes.to_embed if d.doc_id not in empty]
         self.total = self.report.passages_committed + self.embedder.estimate(rest)
-        if first:
+        if self.bar is None:
             self.bar = tqdm(total=self.total, unit=self.embedder.unit, desc="embedding", dynamic_ncols=True,
                             disable=not self.config.show_progress or not self.total)
-        elif self.bar is not None:
+        else:
             self.bar.total = self.total
         docs = chunk.to_embed
         spans = [self.embedder.passages(d) for d in docs]

@@ -226,6 +226,15 @@ class PassageCutter:
     def stop(self) -> None:
         self._stop.set()
 
+    def restart(self) -> None:
+        """Forget every document cut so far (a new window of the source begins)."""
+        self.stop()
+        if self.counting is not None:
+            self.counting.join()
+        self.counting = None
+        self._stop = threading.Event()
+        self.cut, self.sample, self.warned = {}, set(), set()
+
 
 class ModelEmbedder(Embedder):
     """The local bi-encoder as the build loop's `Embedder` (on Ray with `config.ray`).
@@ -276,13 +285,18 @@ class ModelEmbedder(Embedder):
         return embedding_inputs(docs, spans, self.model, self.embed_titles)
 
     def begin(self, to_embed: Sequence[Document]) -> None:
+        """Start on a window's plan: the previous window's passages are forgotten."""
         if self.config.ray is None:
             assert self.cutter is not None, "settle() comes first"
+            self.cutter.restart()
+            self.estimated = False
             self.cutter.cut_sample(to_embed)
             self.cutter.count_all(to_embed)
             return
         from indexer.build.ray_embed import RayStream
 
+        if self.ray_stream is not None:
+            self.ray_stream.close()
         self.ray_stream = RayStream(self.config.ray, self.spec, self.inputs(to_embed, [self.passages(d) for d in to_embed]),
                                     self.encoding)
 

@@ -26,6 +26,7 @@ import functools
 import gzip
 import io
 import json
+import tempfile
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,9 @@ VECTOR_SUFFIXES = (".parquet", ".npy", ".npz", ".jsonl")
 IDS_SUFFIX = ".ids.txt"
 UNIT_TOLERANCE = 1e-3
 BLOCK_ROWS = 8192
+# Checked vectors over this many bytes wait in a memory-mapped temporary file, not in memory: 1M
+# vectors of 384 floats are 1.5 GB (issue 31: an ingest's memory bounded by its window).
+SPILL_BYTES = 256 * 2**20
 # How many of the source's ids the unknown-id error shows, so the user sees what ids look like.
 IDS_SHOWN = 3
 # Sentence-transformers modules that pass the dimension through unchanged.
@@ -216,11 +220,12 @@ def validate(
     """Check every block and gather them into one unit float32 matrix keyed by id.
 
     With `count`, rows go straight into a preallocated matrix, so memory holds the file's vectors
-    once (plus one block).
+    once (plus one block); a matrix over `SPILL_BYTES` is a memory map of a temporary file
+    (under $TMPDIR, deleted with it), so a build holds the pages it reads, not the file.
     """
     ids: list[str] = []
     first_row: dict[str, int] = {}
-    out = np.empty((count, dimension), dtype=np.float32) if count is not None else None
+    out = _matrix_for(count, dimension) if count is not None else None
     parts: list[np.ndarray] = []
     rescaled = 0
     for block in blocks:
@@ -251,6 +256,14 @@ def validate(
     if out is None:
         out = np.concatenate(parts) if len(parts) > 1 else parts[0]
     return VectorTable(path, ids, out, rescaled)
+
+
+def _matrix_for(count: int, dimension: int) -> np.ndarray:
+    """An empty (count, dimension) float32 matrix: in memory, or in a temporary file past SPILL_BYTES."""
+    if count * dimension * 4 <= SPILL_BYTES:
+        return np.empty((count, dimension), dtype=np.float32)
+    with tempfile.TemporaryFile(prefix="semsearch-vectors-") as spill:  # the map outlives the handle
+        return np.memmap(spill, dtype=np.float32, mode="w+", shape=(count, dimension))
 
 
 def _unit(path: Path, kind: str, block: _Block, normalize: bool) -> tuple[np.ndarray, int]:

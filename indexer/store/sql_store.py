@@ -391,6 +391,22 @@ def stored_document_rows(session: Session, keys: Sequence[str] | None,
     return rows
 
 
+def document_keys_of_origin(session: Session, origin: str, size: int = 65_536) -> Iterator[list[tuple[str, str]]]:
+    """(key, source) of every document whose origin is `origin`, in pages of `size`, by row id."""
+    last = -1
+    while True:
+        rows = session.execute(
+            select(DocumentRow.id, DocumentRow.doc_key, DocumentRow.source)
+            .where(DocumentRow.origin == origin, DocumentRow.id > last)
+            .order_by(DocumentRow.id)
+            .limit(size)
+        ).all()
+        if not rows:
+            return
+        last = rows[-1].id
+        yield [(row.doc_key, row.source) for row in rows]
+
+
 def passage_text_blocks(session: Session, size: int = 4096) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
     """(passage ids, titles, texts) of every stored passage in blocks of `size`, by id."""
     last = -1

@@ -76,6 +76,10 @@ class WriteTransaction:
         return {key: StoredDocument(row_id, digest, origin_, source)
                 for key, row_id, digest, origin_, source in rows}
 
+    def documents_of_origin(self, origin: str) -> Iterator[list[tuple[str, str]]]:
+        """(key, source) of the stored documents a build of `origin` made, page by page."""
+        return sql_store.document_keys_of_origin(self.session, origin)
+
     def stored_passages(self) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
         """(passage ids, titles, texts) of every stored passage in blocks of 4096, by id."""
         return sql_store.passage_text_blocks(self.session)

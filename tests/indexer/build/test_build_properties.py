@@ -2,8 +2,9 @@
 
 A corpus of 0 to 40 documents, each 0 to 120 passages long, some identical and some with
 nothing to embed, meets an index that is empty, partly built, or holds documents to change,
-remove or skip as unreadable; commits hold 1 passage to more than the whole corpus; and the
-build may be interrupted after any commit. Whatever is drawn:
+remove or skip as unreadable; commits hold 1 passage to more than the whole corpus; the source
+is read in one window or in windows of 1 to 12 documents; and the build may be interrupted
+after any commit. Whatever is drawn:
 
 - the build finishes (a rerun after an interruption);
 - every readable document is stored once, with exactly the passages `split_into_passages`
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from indexer import BadInputError, BuildInterrupted, Index, IndexConfig, build_index
+from indexer.build import source_stream
 from indexer.sources.chunking import short_tail_tokens, split_into_passages
 from indexer.sources.readers import read_documents
 from indexer.store.schema import DocumentRow, PassageRow
@@ -66,6 +68,8 @@ doc_spec = st.builds(DocSpec, fate=st.sampled_from(FATES),
                      passages=st.one_of(st.integers(0, 3), st.integers(4, 120)), seed=st.integers(0, 50))
 # The length drawn first, uniformly: Hypothesis' own lists stay short, and the crash needed long corpora.
 doc_specs = st.integers(0, 40).flatmap(lambda n: st.lists(doc_spec, min_size=n, max_size=n))
+# Documents per window of the source (`source_stream`): None, the default (every corpus here is one window).
+windows = st.one_of(st.none(), st.integers(1, 12))
 
 
 def stored_state(index_dir: Path) -> dict[str, tuple[str, list[tuple[int, int, str]]]]:
@@ -142,16 +146,29 @@ def tokenizer(tiny_model_dir):
 @SETTINGS
 @given(specs=doc_specs, overlap=st.integers(0, 8),
        commit=st.one_of(st.integers(1, 40), st.integers(41, 3000)),
-       interrupt=st.one_of(st.none(), st.integers(1, 2000)))
+       interrupt=st.one_of(st.none(), st.integers(1, 2000)), window=windows)
 # The crash of issue 36: a first document longer than the first commit, then another one.
-@example(specs=[DocSpec("new", 40, 1), DocSpec("new", 1, 2)], overlap=0, commit=4096, interrupt=None)
+@example(specs=[DocSpec("new", 40, 1), DocSpec("new", 1, 2)], overlap=0, commit=4096, interrupt=None,
+         window=None)
 @example(specs=[DocSpec("new", 1, 1), DocSpec("new", 60, 2), DocSpec("new", 1, 3)], overlap=4,
-         commit=4096, interrupt=None)
+         commit=4096, interrupt=None, window=None)
 # A stored file that turns unreadable keeps its stored version; one with nothing to embed is skipped.
 @example(specs=[DocSpec("skipped", 3, 1), DocSpec("nothing", 1, 2), DocSpec("removed", 2, 3)],
-         overlap=2, commit=1, interrupt=1)
-def test_a_build_stores_exactly_what_the_source_holds(specs, overlap, commit, interrupt, tiny_model_dir,
+         overlap=2, commit=1, interrupt=1, window=None)
+# A source read in windows of one document: removals after the last, the skipped one kept.
+@example(specs=[DocSpec("removed", 2, 1), DocSpec("skipped", 3, 2), DocSpec("changed", 2, 3),
+                DocSpec("new", 3, 4), DocSpec("removed", 1, 5)], overlap=2, commit=2, interrupt=3, window=1)
+def test_a_build_stores_exactly_what_the_source_holds(specs, overlap, commit, interrupt, window, tiny_model_dir,
                                                       tokenizer, tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        if window is not None:
+            patch.setattr(source_stream, "WINDOW_DOCUMENTS", window)
+        stores_exactly_what_the_source_holds(specs, overlap, commit, interrupt, tokenizer, tiny_model_dir,
+                                             tmp_path_factory)
+
+
+def stores_exactly_what_the_source_holds(specs, overlap, commit, interrupt, tokenizer, tiny_model_dir,
+                                         tmp_path_factory):
     root = tmp_path_factory.mktemp("prop")
     source, index_dir = root / "src", root / "idx"
     source.mkdir()
@@ -219,12 +236,22 @@ def test_a_build_stores_exactly_what_the_source_holds(specs, overlap, commit, in
 
 @SETTINGS
 @given(count=st.integers(1, 40), keep=st.integers(0, 40), change=st.integers(0, 40),
-       commit=st.integers(1, 60), interrupt=st.one_of(st.none(), st.integers(1, 40)))
-@example(count=5, keep=2, change=1, commit=1, interrupt=1)
+       commit=st.integers(1, 60), interrupt=st.one_of(st.none(), st.integers(1, 40)), window=windows)
+@example(count=5, keep=2, change=1, commit=1, interrupt=1, window=None)
+@example(count=9, keep=3, change=2, commit=2, interrupt=4, window=2)
 def test_an_embeddings_ingest_stores_exactly_the_vectors_it_is_given(
-        count, keep, change, commit, interrupt, tiny_model_dir, tmp_path_factory):
+        count, keep, change, commit, interrupt, window, tiny_model_dir, tmp_path_factory):
     """The --embeddings ingest under the same draws: each document one passage, its vector the
-    one given, whatever the commit size and wherever it is interrupted."""
+    one given, whatever the commit size and window, and wherever it is interrupted."""
+    with pytest.MonkeyPatch.context() as patch:
+        if window is not None:
+            patch.setattr(source_stream, "WINDOW_DOCUMENTS", window)
+        ingest_stores_exactly_the_vectors_it_is_given(count, keep, change, commit, interrupt, tiny_model_dir,
+                                                      tmp_path_factory)
+
+
+def ingest_stores_exactly_the_vectors_it_is_given(count, keep, change, commit, interrupt, tiny_model_dir,
+                                                  tmp_path_factory):
     import json
 
     root = tmp_path_factory.mktemp("ingest")
