@@ -103,6 +103,21 @@ def test_each_format_round_trips_in_blocks(fmt, tmp_path, monkeypatch):
     assert "c" in table and "z" not in table and table.rescaled == 0
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "npy", "npz"])  # the formats that know their row count
+def test_a_table_over_the_spill_size_is_a_memory_map_of_a_deleted_file(fmt, tmp_path, monkeypatch):
+    monkeypatch.setattr(vector_input, "SPILL_BYTES", 4 * DIM)  # more than one vector: spilled
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    rows = unit_rows(len(IDS))
+    table = load_vectors(write_vectors(tmp_path / f"vecs.{fmt}", IDS, rows), DIM, model="m")
+    assert isinstance(table.vectors, np.memmap)
+    np.testing.assert_allclose(table.take(["e", "b"]), rows[[4, 1]], atol=1e-6)
+    assert list((tmp_path / "tmp").iterdir()) == []  # unlinked at once: nothing left behind
+
+
 def test_integer_ids_and_float64_or_float16_values_are_accepted(tmp_path):
     rows = unit_rows(3)
     np.save(tmp_path / "v.npy", rows.astype(np.float16))
