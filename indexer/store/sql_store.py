@@ -448,31 +448,49 @@ def delete_documents(session: Session, row_ids: Sequence[int]) -> np.ndarray:
     return removed
 
 
+# Documents whose rows are flushed together (`insert_documents`).
+INSERT_BATCH = 2_000
+
+
 def insert_documents(session: Session, docs: Sequence[Document], origin: str,
                      passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """Stage the documents and their passages; the new passage ids (which become the FAISS and
-    BM25 ids) and (title, text) pairs, in order."""
+    BM25 ids) and (title, text) pairs, in order.
+
+    Rows are flushed and let go of `INSERT_BATCH` documents at a time: ORM objects kept in the
+    session until the commit held about 8 KB a passage, 2 GB over a commit of 250k (issue 31).
+    """
     now = dt.datetime.now(dt.UTC)
-    rows: list[PassageRow] = []
+    ids: list[int] = []
     titled: list[tuple[str, str]] = []
-    for doc, spans in zip(docs, passages, strict=True):
-        row = DocumentRow(
-            doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
-            text=doc.text, content_hash=doc.content_hash(), meta=doc.metadata, indexed_at=now,
-        )
-        for span in spans:
-            body = doc.text[span.start_char : span.end_char]
-            where = doc.outline.locate(span.start_char, span.end_char)
-            passage = PassageRow(ordinal=span.ordinal, start_char=span.start_char, end_char=span.end_char,
-                                 text=body, text_hash=passage_checksum(doc.title, body),
-                                 page_first=where.page_first, page_last=where.page_last,
-                                 section=where.section_path or None)
-            row.passages.append(passage)
-            rows.append(passage)
-            titled.append((doc.title, passage.text))
-        session.add(row)
-    session.flush()  # assigns the passage ids
-    return np.asarray([p.id for p in rows], dtype=np.int64), titled
+    for start in range(0, len(docs), INSERT_BATCH):
+        batch = [_document_row(doc, spans, origin, now, titled)
+                 for doc, spans in zip(docs[start:start + INSERT_BATCH], passages[start:start + INSERT_BATCH],
+                                       strict=True)]
+        session.add_all(batch)
+        session.flush()  # assigns the passage ids
+        for row in batch:
+            ids.extend(passage.id for passage in row.passages)
+            session.expunge(row)  # and its passages (cascade "all"): the rows are written
+    return np.asarray(ids, dtype=np.int64), titled
+
+
+def _document_row(doc: Document, spans: Sequence[PassageSpan], origin: str, now: dt.datetime,
+                  titled: list[tuple[str, str]]) -> DocumentRow:
+    """The row of `doc` with a row per span; appends (title, text) of each passage to `titled`."""
+    row = DocumentRow(
+        doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
+        text=doc.text, content_hash=doc.content_hash(), meta=doc.metadata, indexed_at=now,
+    )
+    for span in spans:
+        body = doc.text[span.start_char : span.end_char]
+        where = doc.outline.locate(span.start_char, span.end_char)
+        row.passages.append(PassageRow(ordinal=span.ordinal, start_char=span.start_char, end_char=span.end_char,
+                                       text=body, text_hash=passage_checksum(doc.title, body),
+                                       page_first=where.page_first, page_last=where.page_last,
+                                       section=where.section_path or None))
+        titled.append((doc.title, body))
+    return row
 
 
 def all_passage_ids(session: Session) -> np.ndarray:

@@ -22,7 +22,7 @@ from indexer.errors import IndexBusyError, IndexMismatchError, IndexUnreadableEr
 from indexer.layout import IndexLayout
 from indexer.sources.documents import PassageSpan
 from indexer.store import ann, sql_store
-from indexer.store.bm25_store import TITLE_REPEATS, BM25Store, bm25_document
+from indexer.store.bm25_store import STREAM_BLOCK, TITLE_REPEATS, BM25Store, bm25_document
 from indexer.store.faiss_store import VectorStore
 from indexer.store.integrity import (
     checksum_update,
@@ -80,9 +80,9 @@ class WriteTransaction:
         """(key, source) of the stored documents a build of `origin` made, page by page."""
         return sql_store.document_keys_of_origin(self.session, origin)
 
-    def stored_passages(self) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
-        """(passage ids, titles, texts) of every stored passage in blocks of 4096, by id."""
-        return sql_store.passage_text_blocks(self.session)
+    def stored_passages(self, size: int = 4096) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
+        """(passage ids, titles, texts) of every stored passage in blocks of `size`, by id."""
+        return sql_store.passage_text_blocks(self.session, size)
 
     def check_compatible(self, meta: BuildMeta) -> None:
         info = self.info
@@ -311,12 +311,9 @@ class WriteTransaction:
             bm25_dir, bm25_digest = self.info.bm25_dir, self.info.bm25_digest
         else:
             bm25_dir = names.bm25_name(build_id)
-            ids, texts = [], []
-            for block_ids, titles, block_texts in self.stored_passages():
-                ids.append(block_ids)
-                texts.extend(bm25_document(t, x, TITLE_REPEATS) for t, x in zip(titles, block_texts, strict=True))
-            bm25 = BM25Store.build(np.concatenate(ids) if ids else np.empty(0, np.int64), texts,
-                                   title_repeats=TITLE_REPEATS)
+            blocks = ((block_ids, [bm25_document(t, x, TITLE_REPEATS) for t, x in zip(titles, texts, strict=True)])
+                      for block_ids, titles, texts in self.stored_passages(STREAM_BLOCK))
+            bm25 = BM25Store.build_streamed(blocks, title_repeats=TITLE_REPEATS)  # never every text at once
             if not np.array_equal(np.sort(bm25.ids()), sql_ids):
                 raise RuntimeError("BM25 and SQL hold different passages; nothing was committed.")
             bm25.save(root / bm25_dir)

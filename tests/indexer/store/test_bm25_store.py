@@ -138,3 +138,39 @@ def test_the_private_bm25s_functions_a_delta_uses_still_score_as_bm25s_does(tmp_
     for query in ("carve valleys", "river canyon snow", "deep lakes"):
         assert delta.search(query, 5)[1].tolist() == base.search(query, 5)[1].tolist(), query
         np.testing.assert_allclose(delta.search(query, 5)[0], base.search(query, 5)[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("block", [1, 7, 256, 100_000])
+def test_a_base_built_in_blocks_equals_the_one_bm25s_builds_at_once(block, monkeypatch):
+    """`build_streamed` keeps tokens as int32 arrays and scores block by block; the score matrix,
+    vocabulary and mean length are those of bm25s's `BM25.index` over every text at once, empty
+    texts (stop words only) included."""
+    import random
+
+    import bm25s
+
+    from indexer.store import bm25_store
+
+    rng = random.Random(block)
+    words = ["river", "glacier", "valley", "mountain", "forest", "ocean", "the", "a", "of", "run", "runs",
+             "running", "rivers", "Rivers"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 25))) for _ in range(700)]
+    ids = np.arange(5, 705)
+    monkeypatch.setattr(bm25_store, "STREAM_BLOCK", block)
+    built = BM25Store.build(ids, texts)
+    reference = bm25s.BM25(k1=bm25_store.K1, b=bm25_store.B, method=bm25_store.METHOD)
+    tokens = BM25Store(ids, None)._tokenize(texts, return_ids=True)
+    reference.index(tokens, show_progress=False)
+
+    def matrix(index: bm25s.BM25, vocab: dict[str, int]) -> dict[tuple[int, str], float]:
+        term_of = {column: term for term, column in vocab.items()}
+        indptr, rows, data = index.scores["indptr"], index.scores["indices"], index.scores["data"]
+        return {(int(rows[at]), term_of[column]): float(data[at])
+                for column in range(len(indptr) - 1) for at in range(indptr[column], indptr[column + 1])}
+
+    got, want = matrix(built._index, built._index.vocab_dict), matrix(reference, reference.vocab_dict)
+    assert got.keys() == want.keys() and len(got) > 1000
+    assert all(abs(got[key] - want[key]) < 1e-6 for key in want)
+    assert set(built._index.vocab_dict) == set(reference.vocab_dict)
+    assert built.avg_doc_len == pytest.approx(float(np.mean([len(t) for t in tokens.ids])))
+    assert built.ids().tolist() == ids.tolist()
