@@ -44,7 +44,6 @@ from indexer.store.transaction import WriteTransaction
 logger = logging.getLogger(__name__)
 
 
-
 class Embedder(Protocol):
     """How a build turns the documents it adds or changes into passages and vectors.
 
