@@ -25,6 +25,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bench.encode_variants import cpu_model, cpu_vendor
 from bench.record import markdown_table, record
 from data.beir import iter_beir_corpus
 from data.paths import shared_data_dir
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(body)
     if not args.no_record:
-        record("bench_indexing", "Indexing throughput", body,
+        # One block per kind of CPU, as bench_encode: the default encoding is chosen by what the CPU has.
+        record(f"bench_indexing-{cpu_vendor()}", f"Indexing throughput on {cpu_model()}", body,
                command=" ".join(["python bench/bench_indexing.py", *(argv if argv is not None else sys.argv[1:])]))
     return 0
 
