@@ -128,6 +128,15 @@ def write(folder: Path, name: str, content: str | bytes) -> None:
         path.write_text(content, encoding="utf-8")
 
 
+@contextlib.contextmanager
+def windows_of(window: int | None):
+    """Builds inside read their source in windows of `window` documents (None: the default)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if window is not None:
+            patch.setattr(source_stream, "WINDOW_DOCUMENTS", window)
+        yield
+
+
 def interrupt_after(passages: int | None):
     """A progress callback that presses Ctrl-C once `passages` passages are embedded."""
     def progress(done: int, _total: int) -> None:
@@ -160,9 +169,7 @@ def tokenizer(tiny_model_dir):
                 DocSpec("new", 3, 4), DocSpec("removed", 1, 5)], overlap=2, commit=2, interrupt=3, window=1)
 def test_a_build_stores_exactly_what_the_source_holds(specs, overlap, commit, interrupt, window, tiny_model_dir,
                                                       tokenizer, tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        if window is not None:
-            patch.setattr(source_stream, "WINDOW_DOCUMENTS", window)
+    with windows_of(window):
         stores_exactly_what_the_source_holds(specs, overlap, commit, interrupt, tokenizer, tiny_model_dir,
                                              tmp_path_factory)
 
@@ -243,9 +250,7 @@ def test_an_embeddings_ingest_stores_exactly_the_vectors_it_is_given(
         count, keep, change, commit, interrupt, window, tiny_model_dir, tmp_path_factory):
     """The --embeddings ingest under the same draws: each document one passage, its vector the
     one given, whatever the commit size and window, and wherever it is interrupted."""
-    with pytest.MonkeyPatch.context() as patch:
-        if window is not None:
-            patch.setattr(source_stream, "WINDOW_DOCUMENTS", window)
+    with windows_of(window):
         ingest_stores_exactly_the_vectors_it_is_given(count, keep, change, commit, interrupt, tiny_model_dir,
                                                       tmp_path_factory)
 
