@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, fields, replace
 import faiss
 import numpy as np
 
+from indexer.store.vector_parts import VectorParts
+
 KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
 STORAGES = ("auto", "float32", "float16", "sq8")  # ivfpq stores PQ codes: storage must stay auto
 PLAN_KINDS = ("flat", "ivf", "hnsw", "ivfpq")
@@ -223,18 +225,30 @@ def create(plan: VectorIndexPlan, dim: int) -> faiss.Index:
     return inner if plan.kind in IVF_KINDS else faiss.IndexIDMap2(inner)
 
 
-def train(index: faiss.Index, vectors: np.ndarray, sample: int, seed: int = 0) -> int:
+def train(index: faiss.Index, vectors: np.ndarray | VectorParts, sample: int, seed: int = 0) -> int:
     """Train on a random sample (without replacement) of at most `sample` rows; returns the rows
-    used, 0 when the index needs no training or is already trained."""
+    used, 0 when the index needs no training or is already trained. Only the sample is read
+    from `VectorParts`."""
     if index.is_trained:
         return 0
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    count = min(int(sample), len(vectors))
+    parts = _as_parts(vectors, None, index.d)
+    count = min(int(sample), len(parts))
     if count < 1:
-        raise ValueError(f"This index needs training vectors; got {len(vectors)} rows and sample {sample}.")
-    rows = np.random.default_rng(seed).choice(len(vectors), size=count, replace=False)
-    index.train(vectors[np.sort(rows)])
+        raise ValueError(f"This index needs training vectors; got {len(parts)} rows and sample {sample}.")
+    rows = np.random.default_rng(seed).choice(len(parts), size=count, replace=False)
+    index.train(parts.rows(np.sort(rows)))
     return count
+
+
+def _as_parts(vectors: np.ndarray | VectorParts, ids: np.ndarray | None, dim: int) -> VectorParts:
+    """`vectors` as `VectorParts` (an array: one part, with `ids`, else its row numbers)."""
+    if isinstance(vectors, VectorParts):
+        return vectors
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or (ids is not None and len(vectors) != len(ids)):
+        raise ValueError(f"vectors {vectors.shape} and ids {None if ids is None else np.shape(ids)} must be "
+                         "(n, dim) and (n,).")
+    return VectorParts.of(np.arange(len(vectors)) if ids is None else ids, vectors, vectors.shape[1] or dim)
 
 
 def _id_mapped(index: faiss.Index) -> bool:
@@ -388,26 +402,23 @@ def _sweep(index: faiss.Index, param: str | None) -> list[int | None]:
     return list(EF_SEARCH_SWEEP) if param == "efSearch" else [None]
 
 
-def calibrate(index: faiss.Index, vectors: np.ndarray, ids: np.ndarray, target: float, k: int = 10,
-              queries: int = 200, seed: int = 0) -> Calibration:
+def calibrate(index: faiss.Index, vectors: np.ndarray | VectorParts, ids: np.ndarray | None, target: float,
+              k: int = 10, queries: int = 200, seed: int = 0) -> Calibration:
     """Smallest nprobe/efSearch whose recall@k against exact search reaches `target`, left set.
 
-    Queries are a random sample of the index's own `vectors` (row i has id `ids[i]`); the
-    exact neighbours come from brute force over `vectors` (faiss.knn), and each query's own id
-    is dropped from both lists so finding itself never counts. If no value reaches `target`,
-    the largest tried is left set and returned with its recall (the caller warns). Searches run
-    in batches on faiss's current OpenMP threads.
+    Queries are a random sample of the index's own `vectors` (row i has id `ids[i]`; `VectorParts`
+    carry their ids, and `ids` is then None); the exact neighbours come from brute force over
+    `vectors`, a block at a time, and each query's own id is dropped from both lists so finding
+    itself never counts. If no value reaches `target`, the largest tried is left set and returned
+    with its recall (the caller warns). Searches run in batches on faiss's current OpenMP threads.
     """
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    ids = np.ascontiguousarray(ids, dtype=np.int64)
-    if vectors.ndim != 2 or len(vectors) != len(ids):
-        raise ValueError(f"vectors {vectors.shape} and ids {ids.shape} must be (n, dim) and (n,).")
+    parts = _as_parts(vectors, ids, index.d)
     if not 0.0 < target <= 1.0 or k < 1 or queries < 1:
         raise ValueError(f"target ({target}) must be in (0, 1], k ({k}) and queries ({queries}) >= 1.")
     param = search_param(index)
-    if len(vectors) == 0:
+    if len(parts) == 0:
         return Calibration(param, None, 1.0, 0, k)
-    probe = _Probe(vectors, ids, k, queries, seed)
+    probe = _Probe(parts, k, queries, seed)
     result = Calibration(param, None, 0.0, probe.queries, k)
     for value in _sweep(index, param):
         set_search_param(index, param, value)
@@ -417,22 +428,24 @@ def calibrate(index: faiss.Index, vectors: np.ndarray, ids: np.ndarray, target: 
     return result
 
 
-def measure_recall(index: faiss.Index, vectors: np.ndarray, ids: np.ndarray, k: int = 10,
+def measure_recall(index: faiss.Index, vectors: np.ndarray | VectorParts, ids: np.ndarray | None, k: int = 10,
                    queries: int = 200, seed: int = 0) -> float:
     """recall@k at the index's current search parameter, on the queries `calibrate` draws."""
-    return _Probe(np.ascontiguousarray(vectors, dtype=np.float32),
-                  np.ascontiguousarray(ids, dtype=np.int64), k, queries, seed).recall(index)
+    return _Probe(_as_parts(vectors, ids, index.d), k, queries, seed).recall(index)
 
 
 class _Probe:
     """Held-out queries (a seeded sample of the stored vectors) and their exact neighbours."""
 
-    def __init__(self, vectors: np.ndarray, ids: np.ndarray, k: int, queries: int, seed: int) -> None:
-        rows = np.random.default_rng(seed).choice(len(vectors), size=min(queries, len(vectors)), replace=False)
-        self.xq, self.own, self.k, self.queries = vectors[rows], ids[rows], k, len(rows)
-        self.depth = min(k + 1, len(vectors))
-        _, positions = faiss.knn(self.xq, vectors, self.depth, metric=faiss.METRIC_INNER_PRODUCT)
-        self.exact = _without_self(np.where(positions >= 0, ids[positions], -1), self.own, k)
+    def __init__(self, parts: VectorParts, k: int, queries: int, seed: int) -> None:
+        n = len(parts)
+        rows = np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False)
+        order = np.argsort(rows)
+        self.xq = np.empty((len(rows), parts.dim), dtype=np.float32)
+        self.xq[order] = parts.rows(rows[order])
+        self.own, self.k, self.queries = parts.ids()[rows], k, len(rows)
+        self.depth = min(k + 1, n)
+        self.exact = _without_self(parts.exact_top(self.xq, self.depth), self.own, k)
 
     def recall(self, index: faiss.Index) -> float:
         approx = _without_self(index.search(self.xq, self.depth)[1], self.own, self.k)

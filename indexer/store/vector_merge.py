@@ -19,6 +19,7 @@ import numpy as np
 from indexer.store import ann
 from indexer.store.faiss_store import VectorStore
 from indexer.store.segments import SegmentedVectors
+from indexer.store.vector_parts import ArrayPart, VectorPart, VectorParts, index_part, readable
 
 logger = logging.getLogger(__name__)
 
@@ -31,16 +32,12 @@ class MergedVectors:
     note: str | None  # a retrain or a change of index type, for the build's report
 
 
-def _live(committed: SegmentedVectors, removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, vectors) of every passage the committed segments hold that is neither deleted nor removed."""
+def _live(committed: SegmentedVectors, removed: np.ndarray) -> list[VectorPart]:
+    """Every passage the committed segments hold that is neither deleted nor removed, as parts
+    decoded on demand (within `readable`)."""
     gone = np.concatenate([committed.deleted, removed])
-    ids, vectors = [], []
-    for store in (committed.base, *committed.deltas):
-        seg_ids, seg_vectors = ann.reconstruct_all(store.faiss_index)
-        keep = ~np.isin(seg_ids, gone) if len(gone) else slice(None)
-        ids.append(seg_ids[keep])
-        vectors.append(seg_vectors[keep])
-    return np.concatenate(ids), np.concatenate(vectors)
+    return [index_part(store.faiss_index, stored, gone)
+            for store, stored in zip((committed.base, *committed.deltas), committed.stored_ids(), strict=True)]
 
 
 def _resolve(requested: ann.VectorIndexConfig, n: int, dim: int) -> tuple[ann.VectorIndexPlan, str | None]:
@@ -62,13 +59,14 @@ def _resolve(requested: ann.VectorIndexConfig, n: int, dim: int) -> tuple[ann.Ve
 CALIBRATION_DEPTH = 100
 
 
-def _calibrate(index, vectors: np.ndarray, ids: np.ndarray, target: float) -> ann.Calibration:
-    if not len(ids):
+def _calibrate(index, parts: VectorParts, target: float) -> ann.Calibration:
+    n = len(parts)
+    if not n:
         return ann.Calibration(None, None, 1.0, 0, 10)
     if ann.search_param(index) is None:  # exact: nothing to tune, recall 1 by construction
-        return ann.calibrate(index, vectors, ids, target)
-    tuned = ann.calibrate(index, vectors, ids, target, k=min(CALIBRATION_DEPTH, len(ids) - 1) or 1)
-    return replace(tuned, recall_at_10=ann.measure_recall(index, vectors, ids, k=10))
+        return ann.calibrate(index, parts, None, target)
+    tuned = ann.calibrate(index, parts, None, target, k=min(CALIBRATION_DEPTH, n - 1) or 1)
+    return replace(tuned, recall_at_10=ann.measure_recall(index, parts, None, k=10))
 
 
 def _same_type(current: ann.VectorIndexPlan, fresh: ann.VectorIndexPlan,
@@ -91,44 +89,49 @@ def merge_vectors(
     dim: int,
 ) -> MergedVectors:
     """The base index of a merge: committed live vectors plus the new ones, in the index type that
-    `requested` resolves to for the merged size."""
-    if committed is not None:
-        old_ids, old_vectors = _live(committed, removed)
-    else:
-        old_ids, old_vectors = np.empty(0, np.int64), np.empty((0, dim), np.float32)
+    `requested` resolves to for the merged size. The vectors are read a block at a time
+    (`vector_parts`): besides the indexes, a merge holds a training sample and one block."""
+    committed_indexes = [store.faiss_index for store in (committed.base, *committed.deltas)] if committed else []
+    with readable(committed_indexes):
+        return _merge(committed, current, requested, removed, new_ids, new_vectors, dim)
+
+
+def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | None,
+           requested: ann.VectorIndexConfig, removed: np.ndarray, new_ids: np.ndarray, new_vectors: np.ndarray,
+           dim: int) -> MergedVectors:
     new_ids = np.asarray(new_ids, dtype=np.int64)
-    new_vectors = np.asarray(new_vectors, dtype=np.float32).reshape(len(new_ids), dim)
-    ids = np.concatenate([old_ids, new_ids])
-    vectors = np.concatenate([old_vectors, new_vectors])
-    plan, note = _resolve(requested, len(ids), dim)
+    new = ArrayPart(new_ids, np.asarray(new_vectors, dtype=np.float32).reshape(len(new_ids), dim))
+    old = _live(committed, removed) if committed is not None else []
+    parts = VectorParts((*old, new), dim)
+    n = len(parts)
+    plan, note = _resolve(requested, n, dim)
     in_place = (committed is not None and current is not None and _same_type(current, plan, requested)
-                and not ann.needs_retrain(current, len(ids), requested)
+                and not ann.needs_retrain(current, n, requested)
                 and (ann.supports_remove(current) or not (len(committed.deleted) or len(removed))))
     if in_place:
+        assert committed is not None and current is not None
         index = committed.base.faiss_index
         gone = np.concatenate([committed.deleted, removed])
+        plan = current
+        added = VectorParts((*old[1:], new), dim)  # the base keeps its vectors; the deltas and new ones join
         if len(gone):
             ann.remove_ids(index, gone)
-        plan = current
-        for delta in committed.deltas:
-            delta_ids, delta_vectors = ann.reconstruct_all(delta.faiss_index)
-            keep = ~np.isin(delta_ids, gone) if len(gone) else slice(None)
-            index.add_with_ids(delta_vectors[keep], delta_ids[keep])
-        if len(new_ids):
-            index.add_with_ids(new_vectors, new_ids)
     else:
         if current is not None and (current.kind, current.storage) != (plan.kind, plan.storage):
-            note = f"vector index: {current.factory} -> {plan.factory} at {len(ids)} passages"
+            note = f"vector index: {current.factory} -> {plan.factory} at {n} passages"
         elif current is not None and current.trained_on:
-            note = (f"vector index: retrained at {len(ids)} passages, {current.factory} -> "
+            note = (f"vector index: retrained at {n} passages, {current.factory} -> "
                     f"{plan.factory} (it was trained on {current.trained_on})")
         index = ann.create(plan, dim)
-        trained = ann.train(index, vectors, ann.training_sample_size(plan, len(ids)))
+        trained = ann.train(index, parts, ann.training_sample_size(plan, n))
         plan = replace(plan, trained_on=trained)
-        if len(ids):
-            index.add_with_ids(vectors, ids)
+        added = parts
+    for block_ids, block in added.blocks():
+        index.add_with_ids(block, block_ids)
     store = VectorStore(index)
-    calibration = _calibrate(index, vectors, ids, requested.target_recall)
+    if in_place:  # the merged vectors are the base's now (read where it stores them, removals done)
+        parts = VectorParts((index_part(index, ann.stored_ids(index), np.empty(0, np.int64)),), dim)
+    calibration = _calibrate(index, parts, requested.target_recall)
     store.configure(calibration.param, calibration.value)
     if calibration.recall < requested.target_recall:
         short = (f"recall@{calibration.k} {calibration.recall:.3f} is below the target "
