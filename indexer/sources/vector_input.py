@@ -26,6 +26,7 @@ import functools
 import gzip
 import io
 import json
+import os
 import tempfile
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ VECTOR_SUFFIXES = (".parquet", ".npy", ".npz", ".jsonl")
 IDS_SUFFIX = ".ids.txt"
 UNIT_TOLERANCE = 1e-3
 BLOCK_ROWS = 8192
-# Checked vectors over this many bytes wait in a memory-mapped temporary file, not in memory: 1M
+# Checked vectors over this many bytes wait in a temporary file (`SpilledRows`), not in memory: 1M
 # vectors of 384 floats are 1.5 GB (issue 31: an ingest's memory bounded by its window).
 SPILL_BYTES = 256 * 2**20
 # How many of the source's ids the unknown-id error shows, so the user sees what ids look like.
@@ -122,13 +123,95 @@ def _hidden_size(path: Path, spec: ModelSpec) -> int:
 # --- the validated vectors ----------------------------------------------------------------------
 
 
+class SpilledRows:
+    """A (count, dim) float32 matrix in a temporary file (unlinked at once, so it goes with the
+    process), written and read with plain file I/O rather than a memory map: the pages a build
+    reads stay in the kernel's page cache, which it may drop, instead of counting in the build's
+    own memory as a map's pages do once touched.
+
+    `rows[a:b]` and `rows[[i, j, ...]]` read those rows into a new array; `rows[a:b] = block` writes."""
+
+    def __init__(self, count: int, dimension: int) -> None:
+        self._file = tempfile.TemporaryFile(prefix="semsearch-vectors-")  # noqa: SIM115 -- lives with the rows
+        self._file.truncate(count * dimension * 4)
+        self.shape = (count, dimension)
+        self.dtype = np.dtype(np.float32)
+        self._row_bytes = dimension * 4
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __setitem__(self, rows: slice, block: np.ndarray) -> None:
+        start = rows.indices(self.shape[0])[0]
+        data = np.ascontiguousarray(block, dtype=np.float32).tobytes()
+        os.pwrite(self._file.fileno(), data, start * self._row_bytes)
+
+    def __getitem__(self, rows: slice | Collection[int] | np.ndarray) -> np.ndarray:
+        if isinstance(rows, slice):
+            start, stop, step = rows.indices(self.shape[0])
+            if step == 1:
+                return self._read_into(np.empty((max(stop - start, 0), self.shape[1]), np.float32), start)
+            rows = np.arange(start, stop, step)
+        numbers = np.asarray(rows, dtype=np.int64).reshape(-1)
+        out = np.empty((len(numbers), self.shape[1]), dtype=np.float32)
+        if len(numbers) and numbers[-1] - numbers[0] == len(numbers) - 1 and np.all(np.diff(numbers) == 1):
+            return self._read_into(out, int(numbers[0]))  # rows in file order: one read, no copy
+        order = np.argsort(numbers, kind="stable")
+        ordered = numbers[order]
+        # Runs of consecutive rows are read at once.
+        breaks = np.flatnonzero(np.diff(ordered) != 1) + 1
+        for run_start, run_stop in zip(np.r_[0, breaks], np.r_[breaks, len(ordered)], strict=True):
+            run = self._read_into(np.empty((run_stop - run_start, self.shape[1]), np.float32), int(ordered[run_start]))
+            out[order[run_start:run_stop]] = run
+        return out
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        whole = self[0 : self.shape[0]]
+        return whole if dtype is None else whole.astype(dtype)
+
+    def _read_into(self, out: np.ndarray, start: int) -> np.ndarray:
+        """Fill `out` (rows, dim) with the rows from `start` on; `out`."""
+        if not 0 <= start <= start + len(out) <= self.shape[0]:
+            raise IndexError(f"rows {start}..{start + len(out)} of a matrix of {self.shape[0]}")
+        view, at = memoryview(out).cast("B"), start * self._row_bytes
+        while len(view):
+            read = os.preadv(self._file.fileno(), [view], at)
+            if read <= 0:
+                raise OSError(f"the temporary vector file ended at byte {at}")
+            view, at = view[read:], at + read
+        return out
+
+
+@dataclass(frozen=True)
+class TakenRows:
+    """Some rows of a `SpilledRows`, in a given order, read only when sliced: what a commit of many
+    ingested vectors hands the index, which reads them a block at a time."""
+
+    source: SpilledRows
+    numbers: np.ndarray  # int64 row numbers
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.numbers), self.source.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return self.source[self.numbers[rows]]
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        whole = self.source[self.numbers]
+        return whole if dtype is None else whole.astype(dtype)
+
+
 @dataclass(frozen=True)
 class VectorTable:
     """A file's vectors, checked: unit float32 rows (n, dim) and the document id of each row."""
 
     path: Path
     ids: list[str]
-    vectors: np.ndarray  # (n, dim) float32, each row of norm 1
+    vectors: np.ndarray | SpilledRows  # (n, dim) float32, each row of norm 1
     rescaled: int = 0  # rows that `normalize` scaled from a norm off by more than UNIT_TOLERANCE
 
     @property
@@ -145,9 +228,13 @@ class VectorTable:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._rows
 
-    def take(self, doc_ids: Collection[str]) -> np.ndarray:
-        """The vectors of `doc_ids`, in their order: (len(doc_ids), dim) float32."""
-        return self.vectors[[self._rows[d] for d in doc_ids]]
+    def take(self, doc_ids: Collection[str]) -> np.ndarray | TakenRows:
+        """The vectors of `doc_ids`, in their order: (len(doc_ids), dim) float32; rows of a spilled
+        table come as `TakenRows`, read when sliced."""
+        numbers = np.fromiter((self._rows[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+        if isinstance(self.vectors, SpilledRows):
+            return TakenRows(self.vectors, numbers)
+        return self.vectors[numbers]
 
 
 @dataclass(frozen=True)
@@ -220,8 +307,8 @@ def validate(
     """Check every block and gather them into one unit float32 matrix keyed by id.
 
     With `count`, rows go straight into a preallocated matrix, so memory holds the file's vectors
-    once (plus one block); a matrix over `SPILL_BYTES` is a memory map of a temporary file
-    (under $TMPDIR, deleted with it), so a build holds the pages it reads, not the file.
+    once (plus one block); a matrix over `SPILL_BYTES` waits in a temporary file (under $TMPDIR,
+    deleted with it: `SpilledRows`), so a build holds the rows it reads, not the file.
     """
     ids: list[str] = []
     first_row: dict[str, int] = {}
@@ -258,12 +345,11 @@ def validate(
     return VectorTable(path, ids, out, rescaled)
 
 
-def _matrix_for(count: int, dimension: int) -> np.ndarray:
+def _matrix_for(count: int, dimension: int) -> np.ndarray | SpilledRows:
     """An empty (count, dimension) float32 matrix: in memory, or in a temporary file past SPILL_BYTES."""
     if count * dimension * 4 <= SPILL_BYTES:
         return np.empty((count, dimension), dtype=np.float32)
-    with tempfile.TemporaryFile(prefix="semsearch-vectors-") as spill:  # the map outlives the handle
-        return np.memmap(spill, dtype=np.float32, mode="w+", shape=(count, dimension))
+    return SpilledRows(count, dimension)
 
 
 def _unit(path: Path, kind: str, block: _Block, normalize: bool) -> tuple[np.ndarray, int]:

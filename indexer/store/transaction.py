@@ -41,6 +41,7 @@ from indexer.store.schema import SCHEMA_FORMAT
 from indexer.store.segments import SegmentedVectors, SegmentFiles, SegmentLayout, SegmentPolicy
 from indexer.store.sql_store import Connection, Session
 from indexer.store.vector_merge import merge_vectors
+from indexer.store.vector_parts import Rows, as_rows
 
 
 class WriteTransaction:
@@ -143,7 +144,7 @@ class WriteTransaction:
         plan: Plan,
         origin: str,
         passages: Sequence[Sequence[PassageSpan]],
-        vectors: np.ndarray,
+        vectors: np.ndarray | Rows,
         meta: BuildMeta,
     ) -> CommitResult:
         """Stage the plan's row changes, update the vectors, write both files, record them.
@@ -168,7 +169,7 @@ class WriteTransaction:
         stale = [stored[d.doc_id].row_id for d in plan.change] + [stored[k].row_id for k in plan.remove]
         removed = sql_store.delete_documents(self.session, stale)
         new_ids, titled = sql_store.insert_documents(self.session, docs, origin, passages)
-        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(new_ids), meta.dimension)
+        vectors = as_rows(vectors, len(new_ids), meta.dimension)  # spilled rows stay unread until merged
         reason = self._merge_reason(meta, len(new_ids), len(removed))
         if reason is None:
             result = self._append(new_ids, titled, vectors, removed, meta)
@@ -210,7 +211,7 @@ class WriteTransaction:
 
     # --- the two ways to commit ------------------------------------------------------------------
 
-    def _append(self, new_ids: np.ndarray, titled: list[tuple[str, str]], vectors: np.ndarray,
+    def _append(self, new_ids: np.ndarray, titled: list[tuple[str, str]], vectors: np.ndarray | Rows,
                 removed: np.ndarray, meta: BuildMeta) -> CommitResult | None:
         """Commit the new passages as a delta segment and the removed ids as tombstones, writing
         nothing proportional to the index; None when the base cannot take deltas (merge instead)."""
@@ -221,6 +222,7 @@ class WriteTransaction:
         if stats is None:
             return None
         started = time.perf_counter()
+        vectors = np.asarray(vectors, dtype=np.float32)  # a delta is small beside its base: read it whole
         expected = info.passages + len(new_ids) - len(removed)
         if sql_store.count_passages(self.conn) != expected:
             raise RuntimeError(
@@ -281,7 +283,7 @@ class WriteTransaction:
         return (np.concatenate([old_ids, new_ids]), old_titled + list(titled),
                 np.concatenate([old_vectors, vectors]))
 
-    def _merge(self, new_ids: np.ndarray, vectors: np.ndarray, removed: np.ndarray,
+    def _merge(self, new_ids: np.ndarray, vectors: np.ndarray | Rows, removed: np.ndarray,
                meta: BuildMeta, reuse_committed: bool = True) -> CommitResult:
         """Commit a new base over every live passage: vectors merged (`vector_merge`), BM25 rebuilt.
 

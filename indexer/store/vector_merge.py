@@ -19,7 +19,15 @@ import numpy as np
 from indexer.store import ann
 from indexer.store.faiss_store import VectorStore
 from indexer.store.segments import SegmentedVectors
-from indexer.store.vector_parts import ArrayPart, VectorPart, VectorParts, index_part, readable
+from indexer.store.vector_parts import (
+    ArrayPart,
+    Rows,
+    VectorPart,
+    VectorParts,
+    as_rows,
+    index_part,
+    readable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +93,7 @@ def merge_vectors(
     requested: ann.VectorIndexConfig,
     removed: np.ndarray,
     new_ids: np.ndarray,
-    new_vectors: np.ndarray,
+    new_vectors: np.ndarray | Rows,
     dim: int,
 ) -> MergedVectors:
     """The base index of a merge: committed live vectors plus the new ones, in the index type that
@@ -97,10 +105,10 @@ def merge_vectors(
 
 
 def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | None,
-           requested: ann.VectorIndexConfig, removed: np.ndarray, new_ids: np.ndarray, new_vectors: np.ndarray,
+           requested: ann.VectorIndexConfig, removed: np.ndarray, new_ids: np.ndarray, new_vectors: np.ndarray | Rows,
            dim: int) -> MergedVectors:
     new_ids = np.asarray(new_ids, dtype=np.int64)
-    new = ArrayPart(new_ids, np.asarray(new_vectors, dtype=np.float32).reshape(len(new_ids), dim))
+    new = ArrayPart(new_ids, as_rows(new_vectors, len(new_ids), dim))
     old = _live(committed, removed) if committed is not None else []
     parts = VectorParts((*old, new), dim)
     n = len(parts)

@@ -27,9 +27,31 @@ import numpy as np
 BLOCK_ROWS = 65_536
 
 
+class Rows(Protocol):
+    """A (n, dim) float32 matrix that may live outside memory (an ingest's spilled table): its
+    shape, and rows read by slicing into a new array. A numpy array is one."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, rows: slice) -> np.ndarray: ...
+
+
+def as_rows(vectors: np.ndarray | Rows, count: int, dim: int) -> np.ndarray | Rows:
+    """`vectors` checked to be (count, dim): an array as float32 (an empty one of any shape
+    becomes (0, dim)); other rows as they are, unread."""
+    if isinstance(vectors, np.ndarray) or not hasattr(vectors, "shape"):
+        return np.asarray(vectors, dtype=np.float32).reshape(count, dim)
+    if tuple(vectors.shape) != (count, dim):
+        raise ValueError(f"vectors of shape {tuple(vectors.shape)} where ({count}, {dim}) were expected.")
+    return vectors
+
+
 class VectorPart(Protocol):
     """Vectors with ids: `ids[i]` is the id of row i; `read(start, stop)` returns rows start..stop
-    as a new float32 array (the caller may keep or change it)."""
+    as a C-contiguous float32 array, which may be a view of the part's own (callers never change it)."""
 
     ids: np.ndarray
 
@@ -38,13 +60,13 @@ class VectorPart(Protocol):
 
 @dataclass(frozen=True)
 class ArrayPart:
-    """Vectors already in memory (a commit's new vectors), or in a memory map."""
+    """Vectors already in memory (a commit's new vectors), or rows read when sliced (`Rows`)."""
 
     ids: np.ndarray
-    vectors: np.ndarray
+    vectors: np.ndarray | Rows
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        return np.array(self.vectors[start:stop], dtype=np.float32, order="C")
+        return np.ascontiguousarray(self.vectors[start:stop], dtype=np.float32)
 
 
 @dataclass(frozen=True)

@@ -225,3 +225,40 @@ def test_ingested_vectors_of_the_model_search_like_a_normal_build(topic_corpus, 
     finally:
         built.close()
         ingested.close()
+
+
+def test_spilled_vectors_are_stored_as_vectors_in_memory_are(topic_corpus, tmp_path, model, monkeypatch):
+    """A table over SPILL_BYTES waits in a file and reaches the index as rows read when sliced
+    (`TakenRows`), through a first build's merge and a later commit's delta alike."""
+    import numpy as np
+
+    from indexer.sources import vector_input
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for name in TOPIC_IDS:
+        (corpus / name).write_text((topic_corpus / name).read_text())
+    vectors = dict(zip(TOPIC_IDS, unit_rows(4, seed=3), strict=True))
+    path = write_vectors(tmp_path / "vecs.npz", list(vectors), list(vectors.values()))
+
+    def stored(index_dir) -> dict[str, np.ndarray]:
+        with Index.open(index_dir, use_gpu=False) as index:
+            snap = index.snapshot()
+            records = index.passages(snap.vectors.ids().tolist())
+            return {r.doc_id: snap.vectors.vector(r.passage_id) for r in records.values()}
+
+    ingest_embeddings(config(corpus, tmp_path / "kept", model), path)
+    monkeypatch.setattr(vector_input, "SPILL_BYTES", 4 * DIM)
+    ingest_embeddings(config(corpus, tmp_path / "spilled", model), path)
+    (corpus / "volcano.txt").write_text("Lava flows from the volcano again.")
+    vectors["volcano.txt"] = unit_rows(1, seed=11)[0]
+    path = write_vectors(tmp_path / "vecs2.npz", list(vectors), list(vectors.values()))
+    for name in ("spilled", "kept"):
+        first = stored(tmp_path / name)
+        assert first.keys() == vectors.keys()
+        ingest_embeddings(config(corpus, tmp_path / name, model), path)
+        monkeypatch.setattr(vector_input, "SPILL_BYTES", 256 * 2**20)
+    for name in ("spilled", "kept"):
+        after = stored(tmp_path / name)
+        assert after.keys() == vectors.keys()
+        assert all(np.allclose(after[doc], vectors[doc], atol=1e-6) for doc in vectors), name

@@ -104,7 +104,7 @@ def test_each_format_round_trips_in_blocks(fmt, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "npy", "npz"])  # the formats that know their row count
-def test_a_table_over_the_spill_size_is_a_memory_map_of_a_deleted_file(fmt, tmp_path, monkeypatch):
+def test_a_table_over_the_spill_size_waits_in_a_deleted_file(fmt, tmp_path, monkeypatch):
     monkeypatch.setattr(vector_input, "SPILL_BYTES", 4 * DIM)  # more than one vector: spilled
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
@@ -113,8 +113,12 @@ def test_a_table_over_the_spill_size_is_a_memory_map_of_a_deleted_file(fmt, tmp_
     monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
     rows = unit_rows(len(IDS))
     table = load_vectors(write_vectors(tmp_path / f"vecs.{fmt}", IDS, rows), DIM, model="m")
-    assert isinstance(table.vectors, np.memmap)
-    np.testing.assert_allclose(table.take(["e", "b"]), rows[[4, 1]], atol=1e-6)
+    assert isinstance(table.vectors, vector_input.SpilledRows)
+    np.testing.assert_allclose(np.asarray(table.vectors), rows, atol=1e-6)
+    taken = table.take(["e", "b", "c", "d"])  # read only when sliced, in the order asked
+    assert isinstance(taken, vector_input.TakenRows) and taken.shape == (4, DIM)
+    np.testing.assert_allclose(taken[1:3], rows[[1, 2]], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(taken), rows[[4, 1, 2, 3]], atol=1e-6)
     assert list((tmp_path / "tmp").iterdir()) == []  # unlinked at once: nothing left behind
 
 

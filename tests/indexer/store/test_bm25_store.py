@@ -171,6 +171,8 @@ def test_a_base_built_in_blocks_equals_the_one_bm25s_builds_at_once(block, monke
     got, want = matrix(built._index, built._index.vocab_dict), matrix(reference, reference.vocab_dict)
     assert got.keys() == want.keys() and len(got) > 1000
     assert all(abs(got[key] - want[key]) < 1e-6 for key in want)
+    indptr, rows = built._index.scores["indptr"], built._index.scores["indices"]
+    assert all(np.all(np.diff(rows[indptr[c]:indptr[c + 1]]) > 0) for c in range(len(indptr) - 1))  # canonical
     assert set(built._index.vocab_dict) == set(reference.vocab_dict)
     assert built.avg_doc_len == pytest.approx(float(np.mean([len(t) for t in tokens.ids])))
     assert built.ids().tolist() == ids.tolist()
