@@ -65,7 +65,11 @@ def source_file(origin: str, source: str) -> Path:
     return root / source if root.is_dir() else root
 
 
-@dataclass(frozen=True)
+# The outline of every document without pages or headings: one object, not one per document.
+NO_OUTLINE = Outline()
+
+
+@dataclass(frozen=True, slots=True)
 class Document:
     """One source document. `doc_id` is stable across runs so re-indexing can diff.
 
@@ -73,6 +77,7 @@ class Document:
     only locates the record for messages, so it is not part of `content_hash`. `outline` holds
     the pages and headings of a whole-file document (PDF, Word, HTML, EPUB, Markdown, reST),
     from which each passage's location is taken; it is hashed with the text when there is one.
+    Slotted, with one shared empty outline: a build holds a window of up to a million of them.
     """
 
     doc_id: str
@@ -81,7 +86,7 @@ class Document:
     source: str
     metadata: dict[str, Any] = field(default_factory=dict)
     line: int | None = None
-    outline: Outline = field(default_factory=Outline)
+    outline: Outline = NO_OUTLINE
 
     def content_hash(self) -> str:
         """Hash of everything that ends up in the store, so any edit triggers a re-embed. A document

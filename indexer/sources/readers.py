@@ -372,12 +372,63 @@ def _record_id(row: dict[str, Any], label: str, line_no: int) -> tuple[str | Non
     )
 
 
+# A plain UTF-8 file is checked in pieces of this many bytes before its lines are read.
+_CHECK_BYTES = 16 * 2**20
+
+
+def _text_lines(path: Path, label: str, on_issue: IssueHandler) -> Iterator[tuple[int, str]] | None:
+    """A text file's lines as `_lines` splits them, or None when it cannot be read (said through
+    `on_issue`). A plain UTF-8 file (no gzip, no other byte-order mark, no NUL or binary signature
+    at its start) is checked whole, a piece at a time, and then read a line at a time: a 700 MB
+    .jsonl never sits in memory as one string (which takes up to four times its bytes). Any other
+    file, or one that fails the check, is read whole by `_read_text`, which says what is wrong."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(_SNIFF_BYTES)
+    except OSError as err:
+        on_issue(InputIssue(label, None, f"unreadable ({err.strerror or err})"))
+        return None
+    plain = not head.startswith(_GZIP_MAGIC) and b"\x00" not in head and not any(
+        head.startswith(magic) for magic, _ in _BINARY_SIGNATURES) and not any(
+        head.startswith(bom) for bom, _, _ in _BOMS if bom != codecs.BOM_UTF8)
+    if plain and _utf8_throughout(path):
+        return _file_lines(path)
+    text = _read_text(path, label, on_issue)
+    return None if text is None else _lines(text)
+
+
+def _utf8_throughout(path: Path) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with path.open("rb") as file:
+            while piece := file.read(_CHECK_BYTES):
+                decoder.decode(piece)
+        decoder.decode(b"", final=True)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return True
+
+
+def _file_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """`_lines` of a UTF-8 file (checked), read a line at a time; a UTF-8 byte-order mark dropped."""
+    with path.open("rb") as file:
+        line_no = 0
+        for line_no, raw in enumerate(file, start=1):  # noqa: B007 -- the count is used after the loop
+            if line_no == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            line = raw.decode("utf-8")
+            line = line[:-1] if line.endswith("\n") else line
+            yield line_no, line[:-1] if line.endswith("\r") else line
+        if line_no == 0 or raw.endswith(b"\n"):
+            yield line_no + 1, ""  # as `_lines` ends: the empty text after the last newline
+
+
 def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
     """Lines of {id, title, text, ...}; BEIR's `_id` works as the id, other fields become metadata."""
-    text = _read_text(path, label, on_issue)
-    if text is None:
+    lines = _text_lines(path, label, on_issue)
+    if lines is None:
         return
-    for line_no, line in _lines(text):
+    for line_no, line in lines:
         if not line.strip():
             continue
         try:

@@ -420,3 +420,34 @@ def test_symlinks_inside_work_and_loops_broken_and_outside_links_are_reported(tm
             f"up: symlink loop (up -> {tmp_path.resolve()}, a folder that holds the link); not followed",
         ]
     )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_plain_utf8_file_is_read_a_line_at_a_time_as_the_whole_text_splits(tmp_path, seed):
+    """`_file_lines` (streamed) gives exactly the lines `_lines` cuts from the decoded text: "\\n"
+    only, "\\r" dropped before it, U+2028 and friends kept inside lines, a final empty line."""
+    import random
+
+    from indexer.sources import readers
+
+    rng = random.Random(seed)
+    pieces = ["a", "é", "\n", "\r\n", "\r", "\u2028", "\x85", "{}", " ", "日本", "\U0001f600"]
+    text = ("\ufeff" if seed % 5 == 0 else "") + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(text.encode("utf-8"))
+    assert list(readers._file_lines(path)) == list(readers._lines(text.removeprefix("\ufeff")))
+
+
+def test_a_jsonl_file_is_streamed_only_when_it_is_plain_utf8(tmp_path, monkeypatch):
+    """Gzip, UTF-16 and invalid UTF-8 take the whole-file path, with its message; plain UTF-8 never does."""
+    from indexer.sources import readers
+
+    whole = []
+    monkeypatch.setattr(readers, "_read_text", lambda path, *a, **k: whole.append(path.name) or None)
+    row = json.dumps({"id": "a", "text": "Café au lait"}, ensure_ascii=False) + "\n"
+    (tmp_path / "plain.jsonl").write_text(row * 3, encoding="utf-8")
+    (tmp_path / "utf16.jsonl").write_bytes(b"\xff\xfe" + row.encode("utf-16-le"))
+    (tmp_path / "latin1.jsonl").write_bytes(row.encode("latin-1"))
+    for name in ("plain.jsonl", "utf16.jsonl", "latin1.jsonl"):
+        readers._text_lines(tmp_path / name, name, lambda issue: None)
+    assert whole == ["utf16.jsonl", "latin1.jsonl"]

@@ -50,8 +50,8 @@ def test_parts_read_as_one_matrix(block: int, monkeypatch: pytest.MonkeyPatch) -
         got_ids, got = zip(*parts.blocks(block), strict=True)
         assert all(len(b) <= block for b in got_ids)
         assert np.array_equal(np.concatenate(got_ids), want_ids) and np.array_equal(np.concatenate(got), want)
-        rows = np.sort(rng.choice(len(want), 60, replace=False))
-        assert np.array_equal(parts.rows(rows), want[rows])
+        for rows in (np.sort(rng.choice(len(want), 60, replace=False)), np.array([0, len(want) // 2, len(want) - 1])):
+            assert np.array_equal(parts.rows(rows), want[rows])  # dense and sparse reads
 
         queries = _unit(rng, 9)
         top = parts.exact_top(queries, 11)
