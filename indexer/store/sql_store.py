@@ -19,6 +19,7 @@ import itertools
 import json
 import logging
 import re
+from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -453,18 +454,21 @@ INSERT_BATCH = 2_000
 
 
 def insert_documents(session: Session, docs: Sequence[Document], origin: str,
-                     passages: Sequence[Sequence[PassageSpan]]) -> tuple[np.ndarray, list[tuple[str, str]]]:
+                     passages: Sequence[Sequence[PassageSpan]],
+                     keep_texts: bool = True) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """Stage the documents and their passages; the new passage ids (which become the FAISS and
-    BM25 ids) and (title, text) pairs, in order.
+    BM25 ids) and, with `keep_texts`, the (title, text) pair of each passage, in order.
 
     Rows are flushed and let go of `INSERT_BATCH` documents at a time: ORM objects kept in the
     session until the commit held about 8 KB a passage, 2 GB over a commit of 250k (issue 31).
+    The ids gather in a C array, not as Python ints, which kept the memory of every flushed batch
+    from being given back (about 600 bytes a passage over a commit of 1M).
     """
     now = dt.datetime.now(dt.UTC)
-    ids: list[int] = []
+    ids = array("q")
     titled: list[tuple[str, str]] = []
     for start in range(0, len(docs), INSERT_BATCH):
-        batch = [_document_row(doc, spans, origin, now, titled)
+        batch = [_document_row(doc, spans, origin, now, titled if keep_texts else None)
                  for doc, spans in zip(docs[start:start + INSERT_BATCH], passages[start:start + INSERT_BATCH],
                                        strict=True)]
         session.add_all(batch)
@@ -472,11 +476,11 @@ def insert_documents(session: Session, docs: Sequence[Document], origin: str,
         for row in batch:
             ids.extend(passage.id for passage in row.passages)
             session.expunge(row)  # and its passages (cascade "all"): the rows are written
-    return np.asarray(ids, dtype=np.int64), titled
+    return np.frombuffer(ids, dtype=np.int64).copy(), titled
 
 
 def _document_row(doc: Document, spans: Sequence[PassageSpan], origin: str, now: dt.datetime,
-                  titled: list[tuple[str, str]]) -> DocumentRow:
+                  titled: list[tuple[str, str]] | None) -> DocumentRow:
     """The row of `doc` with a row per span; appends (title, text) of each passage to `titled`."""
     row = DocumentRow(
         doc_key=doc.doc_id, title=doc.title, origin=origin, source=doc.source,
@@ -489,7 +493,8 @@ def _document_row(doc: Document, spans: Sequence[PassageSpan], origin: str, now:
                                        text=body, text_hash=passage_checksum(doc.title, body),
                                        page_first=where.page_first, page_last=where.page_last,
                                        section=where.section_path or None))
-        titled.append((doc.title, body))
+        if titled is not None:
+            titled.append((doc.title, body))
     return row
 
 

@@ -168,9 +168,11 @@ class WriteTransaction:
                                 0, 0, 0.0, None, IndexStats.of(self.info).vector_index)
         stale = [stored[d.doc_id].row_id for d in plan.change] + [stored[k].row_id for k in plan.remove]
         removed = sql_store.delete_documents(self.session, stale)
-        new_ids, titled = sql_store.insert_documents(self.session, docs, origin, passages)
+        reason = self._merge_reason(meta, total, len(removed))
+        # A delta's BM25 is built from the texts in hand; a merge reads every text back from SQL.
+        new_ids, titled = sql_store.insert_documents(self.session, docs, origin, passages,
+                                                     keep_texts=reason is None)
         vectors = as_rows(vectors, len(new_ids), meta.dimension)  # spilled rows stay unread until merged
-        reason = self._merge_reason(meta, len(new_ids), len(removed))
         if reason is None:
             result = self._append(new_ids, titled, vectors, removed, meta)
             if result is not None:
