@@ -279,6 +279,7 @@ def real_recall(config: ScaleBenchConfig, queries: Path) -> str:
     since synthetic rows do not place real queries' neighbours as real embeddings do."""
     from indexer.store import ann
     from indexer.store.vector_merge import _calibrate
+    from indexer.store.vector_parts import VectorParts
 
     reals = sorted(config.cache_dir.glob("real-*.npy"), key=lambda p: int(p.stem.split("-")[1]))
     vectors = np.load(reals[-1]).astype(np.float32)
@@ -296,7 +297,8 @@ def real_recall(config: ScaleBenchConfig, queries: Path) -> str:
         index = ann.create(plan, vectors.shape[1])
         ann.train(index, vectors, ann.training_sample_size(plan, len(vectors)))
         index.add_with_ids(vectors, np.arange(len(vectors)))
-        calibration = _calibrate(index, vectors, np.arange(len(vectors)), wanted.target_recall)
+        calibration = _calibrate(index, VectorParts.of(np.arange(len(vectors)), vectors, vectors.shape[1]),
+                                 wanted.target_recall)
         found = index.search(query_vectors, 10)[1]
         lines.append(f"| {variant} | {ann.describe(plan, calibration)} | {calibration.shown_recall:.3f} | "
                      f"{ann.recall_at_k(exact, found, 10):.3f} |")
