@@ -19,6 +19,14 @@ every segment then scores a passage as one BM25 over the whole collection
 would, with statistics as of the last full build. `indexer.store.segments` decides
 when the drift is large enough to rebuild. Like the FAISS module, this one
 never imports SQLAlchemy: it takes ids and texts.
+
+A rebuild of the base (a merge) need not tokenize every text again: a base keeps
+each score entry's term frequency and each passage's length in tokens beside
+bm25s's files (`COUNTS_FILE`, `LENGTHS_FILE`), so `BM25Store.merged` drops the
+removed rows, tokenizes only the passages the base lacks (its deltas' and the
+commit's), and scores every entry again with the merged collection's idf and
+mean length, through bm25s's own idf and term-frequency functions. The result
+equals a build over all the texts (tested entry by entry).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from bm25s.scoring import (
     _build_scores_and_indices_for_matrix,
     _calculate_doc_freqs,
     _score_idf_lucene,
+    _score_tfc_lucene,
 )
 
 # bm25s sets its own logger to DEBUG at import, which would print a line per build in
@@ -60,6 +69,11 @@ IDS_FILE = "passage_ids.npy"
 META_FILE = "semsearch_bm25.json"
 VOCAB_FILE = "vocab.index.json"  # bm25s's names for its vocabulary and CSC column pointers
 INDPTR_FILE = "indptr.csc.index.npy"
+# A base's term frequencies (uint16, aligned with bm25s's score entries) and passage lengths in
+# tokens (int32 per row): what a merge rescores the base from without tokenizing its texts again.
+COUNTS_FILE = "term_counts.npy"
+RESCORE_SLICE = 1 << 22  # score entries a merge rescores at a time
+LENGTHS_FILE = "passage_lengths.npy"
 FORMAT = 1
 # Times a passage's document title is written in its BM25 document. Chosen on the dev sets with
 # the hybrid setting (bench/bench_relevance.py, "BM25 title weight"): written 2 or 3 times, the
@@ -138,7 +152,7 @@ class _FrozenStatsBM25(bm25s.BM25):
 
 
 def _scored(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], vocab: dict[str, int], df: np.ndarray,
-            avg_doc_len: float) -> bm25s.BM25:
+            avg_doc_len: float) -> tuple[bm25s.BM25, np.ndarray]:
     """The bm25s index of `build_streamed`'s blocks: what `BM25.index` sets, scored block by block.
 
     The score matrix is written straight into its compressed-column arrays: column t holds
@@ -146,7 +160,7 @@ def _scored(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], vocab: 
     go to the end of their columns (blocks come in row order, so rows stay sorted in a column).
     The arrays themselves (8 bytes an entry) are all a build holds besides one block's scores;
     collecting every block's (score, row, column) triples and converting them took three times
-    that (2.4 GB at 1M passages)."""
+    that (2.4 GB at 1M passages). Also returns each entry's term frequency (`COUNTS_FILE`)."""
     index = bm25s.BM25(k1=K1, b=B, method=METHOD)
     n_docs = sum(len(p[2]) for p in parts)
     idf = _build_idf_array(dict(enumerate(df.tolist())), n_docs, _score_idf_lucene, index.dtype)
@@ -155,7 +169,9 @@ def _scored(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], vocab: 
     indptr[len(df) + 1 :] = indptr[len(df)]
     data = np.empty(int(indptr[-1]), dtype=index.dtype)
     indices = np.empty(int(indptr[-1]), dtype=index.int_dtype)
+    counts_out = np.empty(int(indptr[-1]), dtype=np.uint16)
     filled = indptr[:-1].copy()  # where each column's next entry goes
+    width = len(vocab)
     first = 0
     for _, flat, lengths, nonzeros in parts:
         docs = [doc.tolist() for doc in np.split(flat, np.cumsum(lengths)[:-1])]
@@ -172,6 +188,10 @@ def _scored(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], vocab: 
         places = filled[columns] + (np.arange(len(order)) - starts[columns])
         data[places] = np.asarray(block_scores)[order]
         indices[places] = np.asarray(block_rows)[order] + first
+        pairs, frequencies = np.unique(np.repeat(np.arange(len(lengths)), lengths) * width + flat,
+                                       return_counts=True)
+        wanted = np.asarray(block_rows, dtype=np.int64)[order] * width + columns
+        counts_out[places] = np.minimum(frequencies[np.searchsorted(pairs, wanted)], np.iinfo(np.uint16).max)
         filled += counts
         first += len(lengths)
     if not np.array_equal(filled, indptr[1:]):
@@ -184,7 +204,44 @@ def _scored(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], vocab: 
         vocab[""] = len(vocab)
     index.vocab_dict = vocab
     index.unique_token_ids_set = set(vocab.values())
-    return index
+    return index, counts_out
+
+
+def _rescored(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], lengths: np.ndarray,
+              vocab: dict[str, int], avg_doc_len: float) -> tuple[bm25s.BM25, np.ndarray]:
+    """The bm25s index of (rows, columns, term frequencies) parts, each sorted by column then row,
+    every row of a part below those of the next: idf by bm25s's `_build_idf_array`, each entry's
+    score by its Lucene term-frequency function (which takes arrays), entries placed in compressed
+    columns with rows ascending, a part at a time (no sort of the whole)."""
+    index = bm25s.BM25(k1=K1, b=B, method=METHOD)
+    part_df = [np.bincount(columns, minlength=len(vocab)) for _, columns, _ in parts]
+    df = np.sum(part_df, axis=0) if part_df else np.zeros(len(vocab), dtype=np.int64)
+    idf = _build_idf_array(dict(enumerate(df.tolist())), len(lengths), _score_idf_lucene, index.dtype)
+    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    data = np.empty(int(indptr[-1]), dtype=index.dtype)
+    indices = np.empty(int(indptr[-1]), dtype=index.int_dtype)
+    counts_out = np.empty(int(indptr[-1]), dtype=np.uint16)
+    filled = indptr[:-1].copy()
+    for (rows, columns, counts), column_counts in zip(parts, part_df, strict=True):
+        starts = filled - (np.cumsum(column_counts) - column_counts)  # + an entry's index in the part
+        for at in range(0, len(columns), RESCORE_SLICE):  # temporaries of a slice, not of the part
+            cut = slice(at, at + RESCORE_SLICE)
+            places = starts[columns[cut]] + np.arange(at, at + len(columns[cut]))
+            tfc = _score_tfc_lucene(counts[cut].astype(index.dtype), lengths[rows[cut]].astype(index.dtype),
+                                    avg_doc_len, index.k1, index.b)
+            data[places] = idf[columns[cut]] * tfc
+            indices[places] = rows[cut]
+            counts_out[places] = counts[cut]
+        filled += column_counts
+    small = indptr[-1] < np.iinfo(np.int32).max
+    index.scores = {"data": data, "indices": indices, "indptr": indptr.astype(np.int32) if small else indptr,
+                    "num_docs": len(lengths)}
+    index.nonoccurrence_array = None
+    vocab[""] = len(vocab)
+    index.vocab_dict = vocab
+    index.unique_token_ids_set = set(vocab.values())
+    return index, counts_out
 
 
 class BM25Store:
@@ -204,6 +261,10 @@ class BM25Store:
         # The stop words left out of texts and queries: STOPWORDS for every stored index; another
         # list only in a store built in memory (bench/bench_stopwords.py measures lists).
         self.stopwords = stopwords
+        # A base's term frequencies and passage lengths (`COUNTS_FILE`, `LENGTHS_FILE`); None in a
+        # delta, and in a base written before they were kept (its merge tokenizes every text).
+        self.term_counts: np.ndarray | None = None
+        self.lengths: np.ndarray | None = None
         self._stemmer = Stemmer.Stemmer(STEMMER_LANGUAGE)
         # PyStemmer objects are not thread-safe, and Streamlit serves sessions from threads.
         self._stemmer_lock = threading.Lock()
@@ -253,8 +314,78 @@ class BM25Store:
         store._ids = np.concatenate([p[0] for p in parts])
         if len(np.unique(store._ids)) != len(store._ids):
             raise ValueError("passage ids must be unique; the same id appears more than once.")
-        store.avg_doc_len = float(np.concatenate([p[2] for p in parts]).mean())
-        store._index = _scored(parts, vocab, df, store.avg_doc_len)
+        lengths = np.concatenate([p[2] for p in parts])
+        store.avg_doc_len = float(lengths.mean())
+        store._index, store.term_counts = _scored(parts, vocab, df, store.avg_doc_len)
+        store.lengths = lengths.astype(np.int32)
+        return store
+
+    @property
+    def rescorable(self) -> bool:
+        """Whether a merge can rescore this base from its term counts (`merged`)."""
+        return (self._index is not None and self.term_counts is not None and self.lengths is not None
+                and self.frozen_from is None and self.stopwords == STOPWORDS)
+
+    @classmethod
+    def merged(cls, base: BM25Store, keep: np.ndarray, blocks: Iterable[tuple[np.ndarray, Sequence[str]]],
+               title_repeats: int = TITLE_REPEATS) -> BM25Store:
+        """A new base over `base`'s rows where `keep` (a mask over its rows) is True, then the
+        passages of `blocks`, scored as `build_streamed` would score them all (idf, mean length and
+        every score computed again over the merged collection), but tokenizing only the texts of
+        `blocks`: the base's term frequencies and lengths are kept in its folder (`rescorable`).
+        Scores come from bm25s's own idf and term-frequency functions, applied to every entry at
+        once. Rows: the kept base rows in order, then the blocks' passages."""
+        if not base.rescorable or base.title_repeats != title_repeats:
+            raise ValueError("this BM25 base keeps no term counts (or another title weight); build it again")
+        assert base._index is not None and base.term_counts is not None and base.lengths is not None
+        scores = base._index.scores
+        vocab = {term: column for term, column in base._index.vocab_dict.items() if term != ""}
+        indptr = np.asarray(scores["indptr"], dtype=np.int64)[: len(vocab) + 1]
+        stored_rows = scores["indices"][: indptr[-1]]
+        columns = np.repeat(np.arange(len(vocab), dtype=np.int32), np.diff(indptr))
+        if keep.all():  # nothing removed: the base's own arrays, uncopied
+            base_part = (stored_rows, columns, base.term_counts[: indptr[-1]])
+        else:
+            kept = keep[stored_rows]
+            renumber = (np.cumsum(keep) - 1).astype(np.int32)
+            base_part = (renumber[stored_rows[kept]], columns[kept], base.term_counts[: indptr[-1]][kept])
+            del kept, renumber
+        del columns, stored_rows, scores
+        ids, lengths = [base._ids[keep]], [base.lengths[keep].astype(np.int64)]
+        first = int(keep.sum())
+        new: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # rows, term ids, counts
+        store = cls(np.empty(0, np.int64), None, title_repeats=title_repeats)
+        for block_ids, texts in blocks:
+            if not len(texts):
+                continue
+            tokens = store._tokenize(list(texts), return_ids=True)
+            lut = np.empty(len(tokens.vocab), dtype=np.int64)
+            for term, local in tokens.vocab.items():
+                lut[local] = vocab.setdefault(term, len(vocab))
+            block_lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
+            flat = lut[np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int64,
+                                   count=int(block_lengths.sum()))]
+            keys, tf = np.unique(np.repeat(np.arange(len(block_lengths)), block_lengths) * len(vocab) + flat,
+                                 return_counts=True)
+            new.append(((keys // len(vocab) + first).astype(np.int32), (keys % len(vocab)).astype(np.int32),
+                        np.minimum(tf, np.iinfo(np.uint16).max).astype(np.uint16)))
+            ids.append(np.asarray(block_ids, dtype=np.int64))
+            lengths.append(block_lengths)
+            first += len(block_lengths)
+        store._ids = np.concatenate(ids)
+        if len(np.unique(store._ids)) != len(store._ids):
+            raise ValueError("passage ids must be unique; the same id appears more than once.")
+        all_lengths = np.concatenate(lengths)
+        if not len(all_lengths):
+            return store
+        parts = [base_part]
+        if new:
+            rows, columns, counts = (np.concatenate(column) for column in zip(*new, strict=True))
+            order = np.lexsort((rows, columns))
+            parts.append((rows[order], columns[order], counts[order]))
+        store.avg_doc_len = float(all_lengths.mean())
+        store._index, store.term_counts = _rescored(parts, all_lengths, vocab, store.avg_doc_len)
+        store.lengths = all_lengths.astype(np.int32)
         return store
 
     @classmethod
@@ -301,8 +432,11 @@ class BM25Store:
             )
         ids = np.load(path / IDS_FILE)
         index = bm25s.BM25.load(str(path), show_progress=False) if len(ids) else None
-        return cls(ids, index, meta.get("avg_doc_len"), meta.get("frozen_from"),
-                   int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
+        store = cls(ids, index, meta.get("avg_doc_len"), meta.get("frozen_from"),
+                    int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
+        if (path / COUNTS_FILE).is_file() and (path / LENGTHS_FILE).is_file():
+            store.term_counts, store.lengths = np.load(path / COUNTS_FILE), np.load(path / LENGTHS_FILE)
+        return store
 
     @property
     def ntotal(self) -> int:
@@ -383,6 +517,9 @@ class BM25Store:
             if self._index is not None:
                 self._index.save(str(tmp), show_progress=False)
             np.save(tmp / IDS_FILE, self._ids)
+            if self.term_counts is not None and self.lengths is not None:
+                np.save(tmp / COUNTS_FILE, self.term_counts)
+                np.save(tmp / LENGTHS_FILE, self.lengths)
             meta = {
                 "format": FORMAT,
                 "k1": K1,

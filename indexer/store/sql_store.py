@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Connection", "DatabaseError", "Engine", "OperationalError", "ProgrammingError", "Session",
     "all_passage_ids", "clear_rows", "count_documents", "count_passages", "create_schema",
-    "default_db_url", "delete_documents", "document_field_rows", "document_ids_after", "metadata_keys", "drop_schema", "has_text_checksums", "passage_columns", "insert_documents", "is_locked_error",
+    "default_db_url", "delete_documents", "passage_text_blocks_of", "document_field_rows", "document_ids_after", "metadata_keys", "drop_schema", "has_text_checksums", "passage_columns", "insert_documents", "is_locked_error",
     "is_sqlite", "lock_database", "make_engine", "open_session", "passage_checksum_blocks", "passage_details",
     "passage_documents", "passage_text_blocks", "passage_texts", "read_build_id", "read_info",
     "restore_document", "schema_state", "set_aside_if_damaged", "set_text_hashes", "shown_url",
@@ -424,6 +424,20 @@ def passage_text_blocks(session: Session, size: int = 4096) -> Iterator[tuple[np
         last = rows[-1].id
         yield (np.asarray([r.id for r in rows], dtype=np.int64),
                [r.title for r in rows], [r.text for r in rows])
+
+
+def passage_text_blocks_of(session: Session, ids: np.ndarray,
+                           size: int = 4096) -> Iterator[tuple[np.ndarray, list[str], list[str]]]:
+    """(passage ids, titles, texts) of the stored passages among `ids`, in blocks, by id."""
+    ids = np.unique(np.asarray(ids, dtype=np.int64))
+    step = max(1, min(size, _BUILD_IN_LIST))
+    for start in range(0, len(ids), step):
+        rows = session.execute(
+            select(PassageRow.id, DocumentRow.title, PassageRow.text).join(PassageRow.document)
+            .where(PassageRow.id.in_(ids[start:start + step].tolist())).order_by(PassageRow.id)
+        ).all()
+        if rows:
+            yield (np.asarray([r.id for r in rows], dtype=np.int64), [r.title for r in rows], [r.text for r in rows])
 
 
 def passage_texts(session: Session, ids: Sequence[int]) -> dict[int, tuple[str, str]]:

@@ -315,9 +315,7 @@ class WriteTransaction:
             bm25_dir, bm25_digest = self.info.bm25_dir, self.info.bm25_digest
         else:
             bm25_dir = names.bm25_name(build_id)
-            blocks = ((block_ids, [bm25_document(t, x, TITLE_REPEATS) for t, x in zip(titles, texts, strict=True)])
-                      for block_ids, titles, texts in self.stored_passages(STREAM_BLOCK))
-            bm25 = BM25Store.build_streamed(blocks, title_repeats=TITLE_REPEATS)  # never every text at once
+            bm25 = self._merged_bm25(sql_ids, reuse_committed)
             if not np.array_equal(np.sort(bm25.ids()), sql_ids):
                 raise RuntimeError("BM25 and SQL hold different passages; nothing was committed.")
             bm25.save(root / bm25_dir)
@@ -341,6 +339,34 @@ class WriteTransaction:
         result = self._record(values, meta, len(new_ids), len(removed), bm25_seconds, merged.note)
         self.result = (vector_file, bm25_dir)
         return result
+
+    def _merged_bm25(self, sql_ids: np.ndarray, reuse_committed: bool) -> BM25Store:
+        """BM25 over every stored passage (`sql_ids`). A committed base that keeps its term counts
+        is rescored with only the other passages' texts tokenized (`BM25Store.merged`: at 1M
+        passages tokenizing was most of a merge); otherwise every text is read back from SQL and
+        tokenized, a block at a time (`build_streamed`)."""
+        def documents(blocks):
+            return ((block_ids, [bm25_document(t, x, TITLE_REPEATS) for t, x in zip(titles, texts, strict=True)])
+                    for block_ids, titles, texts in blocks)
+
+        base = self._committed_bm25_base() if reuse_committed else None
+        if base is not None and base.rescorable and base.title_repeats == TITLE_REPEATS:
+            stored = base.ids_view()
+            keep = np.isin(stored, sql_ids)
+            others = np.setdiff1d(sql_ids, stored[keep], assume_unique=True)
+            return BM25Store.merged(base, keep, documents(
+                sql_store.passage_text_blocks_of(self.session, others, STREAM_BLOCK)), TITLE_REPEATS)
+        return BM25Store.build_streamed(documents(self.stored_passages(STREAM_BLOCK)),
+                                        title_repeats=TITLE_REPEATS)  # never every text at once
+
+    def _committed_bm25_base(self) -> BM25Store | None:
+        """The committed BM25 base, verified against its digest; None when there is none to reuse."""
+        if self.info is None:
+            return None
+        try:
+            return verified_bm25(self.layout.root, self.info).base
+        except (IndexUnreadableError, FileNotFoundError):
+            return None
 
     def _record(self, values: dict, meta: BuildMeta, added: int, removed: int, bm25_seconds: float,
                 note: str | None = None) -> CommitResult:

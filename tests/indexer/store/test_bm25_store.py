@@ -176,3 +176,56 @@ def test_a_base_built_in_blocks_equals_the_one_bm25s_builds_at_once(block, monke
     assert set(built._index.vocab_dict) == set(reference.vocab_dict)
     assert built.avg_doc_len == pytest.approx(float(np.mean([len(t) for t in tokens.ids])))
     assert built.ids().tolist() == ids.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_merge_rescores_the_base_as_a_build_of_everything_would(seed, tmp_path, monkeypatch):
+    """`merged` keeps the base's term counts and lengths, drops removed rows, tokenizes only the new
+    texts, and gives the scores, vocabulary and mean length of a build over the result (saved and
+    loaded, as a merge reads its committed base)."""
+    import random
+
+    from indexer.store import bm25_store
+
+    rng = random.Random(seed)
+    monkeypatch.setattr(bm25_store, "RESCORE_SLICE", 7 if seed % 2 else bm25_store.RESCORE_SLICE)
+    words = ["river", "glacier", "valley", "mountain", "forest", "ocean", "the", "a", "run", "runs",
+             "comet", "orbit", "planet", "rivers"]
+
+    def texts(n: int) -> list[str]:
+        return [" ".join(rng.choice(words[: 8 + seed]) for _ in range(rng.randint(0, 30))) for _ in range(n)]
+
+    base_texts, new_texts = texts(300), [t + " comet orbit" * (i % 3) for i, t in enumerate(texts(120))]
+    base_ids, new_ids = np.arange(10, 310), np.arange(400, 520)
+    BM25Store.build(base_ids, base_texts, title_repeats=bm25_store.TITLE_REPEATS).save(tmp_path / "base")
+    base = BM25Store.load(tmp_path / "base")
+    assert base.rescorable
+    keep = np.array([rng.random() > 0.3 or seed == 3 for _ in base_ids])  # seed 3: nothing removed
+    monkey_block = 1 + seed * 17
+    blocks = [(new_ids[i:i + monkey_block], new_texts[i:i + monkey_block]) for i in range(0, 120, monkey_block)]
+    merged = BM25Store.merged(base, keep, blocks)
+    whole = BM25Store.build(np.concatenate([base_ids[keep], new_ids]),
+                            [t for t, k in zip(base_texts, keep, strict=True) if k] + new_texts,
+                            title_repeats=bm25_store.TITLE_REPEATS)
+
+    def entries(store: BM25Store) -> dict[tuple[int, str], float]:
+        index = store._index
+        term_of = {column: term for term, column in index.vocab_dict.items()}
+        indptr, rows, data = index.scores["indptr"], index.scores["indices"], index.scores["data"]
+        return {(int(store._ids[rows[at]]), term_of[column]): float(data[at])
+                for column in range(len(indptr) - 1) for at in range(indptr[column], indptr[column + 1])}
+
+    got, want = entries(merged), entries(whole)
+    assert got.keys() == want.keys() and len(got) > 1000
+    assert all(abs(got[key] - want[key]) < 1e-6 for key in want)
+    assert merged.avg_doc_len == pytest.approx(whole.avg_doc_len)
+    assert np.array_equal(merged.lengths, whole.lengths) and np.array_equal(merged.ids(), whole.ids())
+    indptr, rows = merged._index.scores["indptr"], merged._index.scores["indices"]
+    assert all(np.all(np.diff(rows[indptr[c]:indptr[c + 1]]) > 0) for c in range(len(indptr) - 1))
+    for query in ("comet orbit", "river valley", "glacier"):
+        np.testing.assert_allclose(merged.search(query, 20)[0], whole.search(query, 20)[0], rtol=1e-6)
+        assert merged.search(query, 20)[1].tolist() == whole.search(query, 20)[1].tolist()
+    merged.save(tmp_path / "merged")  # and it merges again from its own counts
+    again = BM25Store.merged(BM25Store.load(tmp_path / "merged"), np.ones(merged.ntotal, bool), [])
+    assert entries(again) == pytest.approx(got)
+    assert bm25_store.COUNTS_FILE in {p.name for p in (tmp_path / "merged").iterdir()}
