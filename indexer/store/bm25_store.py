@@ -207,7 +207,7 @@ def _scored(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], vocab: 
     return index, counts_out
 
 
-def _rescored(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], lengths: np.ndarray,
+def _rescored(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], lengths: np.ndarray,
               vocab: dict[str, int], avg_doc_len: float) -> tuple[bm25s.BM25, np.ndarray]:
     """The bm25s index of (rows, columns, term frequencies) parts, each sorted by column then row,
     every row of a part below those of the next: idf by bm25s's `_build_idf_array`, each entry's
@@ -223,7 +223,8 @@ def _rescored(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], length
     indices = np.empty(int(indptr[-1]), dtype=index.int_dtype)
     counts_out = np.empty(int(indptr[-1]), dtype=np.uint16)
     filled = indptr[:-1].copy()
-    for (rows, columns, counts), column_counts in zip(parts, part_df, strict=True):
+    for column_counts in part_df:
+        rows, columns, counts = parts.pop(0)  # `parts` is consumed, each part let go once placed
         starts = filled - (np.cumsum(column_counts) - column_counts)  # + an entry's index in the part
         for at in range(0, len(columns), RESCORE_SLICE):  # temporaries of a slice, not of the part
             cut = slice(at, at + RESCORE_SLICE)
@@ -234,6 +235,7 @@ def _rescored(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], length
             indices[places] = rows[cut]
             counts_out[places] = counts[cut]
         filled += column_counts
+        del rows, columns, counts
     small = indptr[-1] < np.iinfo(np.int32).max
     index.scores = {"data": data, "indices": indices, "indptr": indptr.astype(np.int32) if small else indptr,
                     "num_docs": len(lengths)}
@@ -334,7 +336,9 @@ class BM25Store:
         every score computed again over the merged collection), but tokenizing only the texts of
         `blocks`: the base's term frequencies and lengths are kept in its folder (`rescorable`).
         Scores come from bm25s's own idf and term-frequency functions, applied to every entry at
-        once. Rows: the kept base rows in order, then the blocks' passages."""
+        once. Rows: the kept base rows in order, then the blocks' passages. `base` is consumed (its
+        score arrays are let go as they are placed), so that a merge holds them and the new ones
+        at once only part by part."""
         if not base.rescorable or base.title_repeats != title_repeats:
             raise ValueError("this BM25 base keeps no term counts (or another title weight); build it again")
         assert base._index is not None and base.term_counts is not None and base.lengths is not None
@@ -352,6 +356,7 @@ class BM25Store:
             del kept, renumber
         del columns, stored_rows, scores
         ids, lengths = [base._ids[keep]], [base.lengths[keep].astype(np.int64)]
+        base._index = base.term_counts = base.lengths = None  # consumed: its arrays go once placed
         first = int(keep.sum())
         new: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # rows, term ids, counts
         store = cls(np.empty(0, np.int64), None, title_repeats=title_repeats)
@@ -379,10 +384,13 @@ class BM25Store:
         if not len(all_lengths):
             return store
         parts = [base_part]
+        del base_part
         if new:
             rows, columns, counts = (np.concatenate(column) for column in zip(*new, strict=True))
+            new.clear()
             order = np.lexsort((rows, columns))
             parts.append((rows[order], columns[order], counts[order]))
+            del rows, columns, counts, order
         store.avg_doc_len = float(all_lengths.mean())
         store._index, store.term_counts = _rescored(parts, all_lengths, vocab, store.avg_doc_len)
         store.lengths = all_lengths.astype(np.int32)
