@@ -36,12 +36,14 @@ from indexer.sources.readers import read_documents
 logger = logging.getLogger(__name__)
 
 # A window holds at most this many documents, or this many characters of text, whichever comes
-# first. Each window after the first commits at least once, and while commits rebuild the base in
-# full (BM25 whole in memory, every vector merged: `WriteTransaction._merge`), a window costs a
-# merge: 1M synthetic documents (bench_scale's, 500 characters each, vectors given) ingested in two
-# windows of 500k took 583 s at 11.8 GB peak RSS against 428 s at 16.4 GB in one, on 2 cores. So a
-# window is as large as a 24 GB machine builds in one piece, and only larger sources, which could
-# not be built before, are read in several.
+# first. Each window after the first commits at least once, and such a commit merges. Merges
+# once re-tokenized every stored text for BM25 (1M synthetic documents in two windows of 500k:
+# 583 s at 11.8 GB against 428 s at 16.4 GB in one); they now rescore the base from its term
+# counts, and the same 1M with vectors given, default index type, measured on 2 cores: four
+# windows of 250k, 559 s at 3.46 GB peak RSS; one window, 498 s at 3.78 GB. A window still
+# costs a merge and moves a build's progress total (each window is counted as it is read), so
+# it stays as large as a 24 GB machine builds in one piece; only larger sources are read in
+# several.
 WINDOW_DOCUMENTS = 1_000_000
 WINDOW_CHARS = 2**30
 # How many skipped inputs (or kept documents) a message names.
