@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, fields, replace
 import faiss
 import numpy as np
 
-from indexer.store.vector_parts import VectorParts
+from indexer.store.vector_parts import VectorParts, ivf_or_none, readable
 
 KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
 STORAGES = ("auto", "float32", "float16", "sq8")  # ivfpq stores PQ codes: storage must stay auto
@@ -255,19 +255,12 @@ def _id_mapped(index: faiss.Index) -> bool:
     return isinstance(faiss.downcast_index(index), faiss.IndexIDMap2 | faiss.IndexIDMap)
 
 
-def _ivf(index: faiss.Index) -> faiss.IndexIVF | None:
-    try:
-        return faiss.extract_index_ivf(index)
-    except RuntimeError:
-        return None
-
-
 def stored_ids(index: faiss.Index) -> np.ndarray:
     """Every id in the index: the id map of an `IndexIDMap2`, else the ids in the IVF lists."""
     owner, index = index, faiss.downcast_index(index)  # noqa: F841 -- the wrapper does not own it
     if _id_mapped(index):
         return faiss.vector_to_array(index.id_map).astype(np.int64)
-    ivf = _ivf(index)
+    ivf = ivf_or_none(index)
     if ivf is None:
         raise TypeError(f"{type(index).__name__} holds no ids; build it with ann.create.")
     lists, parts = ivf.invlists, []
@@ -285,7 +278,7 @@ def remove_ids(index: faiss.Index, ids: np.ndarray) -> int:
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     if len(ids) == 0:
         return 0
-    ivf = _ivf(index)
+    ivf = ivf_or_none(index)
     hashed = ivf is not None and ivf.direct_map.type == faiss.DirectMap.Hashtable
     # A hashtable direct map removes only through IDSelectorArray; elsewhere a Batch selector
     # is the fast one (Array's membership test is a linear scan).
@@ -323,20 +316,14 @@ def reconstruct_all(index: faiss.Index) -> tuple[np.ndarray, np.ndarray]:
         inner = faiss.downcast_index(index.index)
         vectors = inner.reconstruct_n(0, inner.ntotal) if len(ids) else np.zeros((0, index.d), np.float32)
         return ids, vectors
-    ivf = _ivf(index)
+    ivf = ivf_or_none(index)
     if ivf is None:
         raise TypeError(f"{type(index).__name__} holds no ids; build it with ann.create.")
     ids = stored_ids(index)
     if len(ids) == 0:
         return ids, np.zeros((0, index.d), np.float32)
-    previous = ivf.direct_map.type
-    if previous != faiss.DirectMap.Hashtable:
-        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
-    try:
+    with readable([ivf]):
         return ids, ivf.reconstruct_batch(ids)
-    finally:
-        if previous != faiss.DirectMap.Hashtable:
-            ivf.set_direct_map_type(previous)
 
 
 @dataclass(frozen=True)
@@ -355,7 +342,7 @@ class Calibration:
 
 def search_param(index: faiss.Index) -> str | None:
     """The parameter that trades speed for recall on this index, or None."""
-    if _ivf(index) is not None:
+    if ivf_or_none(index) is not None:
         return "nprobe"
     owner, index = index, faiss.downcast_index(index)  # noqa: F841 -- the wrapper does not own it
     inner = faiss.downcast_index(index.index) if _id_mapped(index) else index
@@ -396,7 +383,7 @@ def _without_self(found: np.ndarray, self_ids: np.ndarray, k: int) -> np.ndarray
 
 def _sweep(index: faiss.Index, param: str | None) -> list[int | None]:
     if param == "nprobe":
-        nlist = int(_ivf(index).nlist)
+        nlist = int(ivf_or_none(index).nlist)
         values = [2**i for i in range(17) if 2**i < nlist]
         return [*values, nlist]
     return list(EF_SEARCH_SWEEP) if param == "efSearch" else [None]
@@ -524,7 +511,7 @@ def filtered_params(index: faiss.Index, param: str | None, value: int | None, se
     """Search parameters that keep only `selector`'s ids, widened for a filter keeping `share`."""
     share = min(1.0, max(share, 1e-9))
     if param == "nprobe":
-        ivf = _ivf(index)
+        ivf = ivf_or_none(index)
         nlist = ivf.nlist if ivf is not None else 1
         nprobe = value if value is not None else (ivf.nprobe if ivf is not None else 1)
         return faiss.SearchParametersIVF(sel=selector, nprobe=min(nlist, ivf_widened(nprobe, share)))
@@ -564,7 +551,7 @@ def exact_ivf(index: faiss.Index, queries: np.ndarray, k: int, ids: np.ndarray) 
     found = np.full((len(queries), width), -1, dtype=np.int64)
     if not len(ids):
         return scores, found
-    ivf = _ivf(index)
+    ivf = ivf_or_none(index)
     assert ivf is not None
     vectors = ivf.reconstruct_batch(np.ascontiguousarray(ids, dtype=np.int64))
     sims = queries @ vectors.T
@@ -579,6 +566,6 @@ def exact_ivf(index: faiss.Index, queries: np.ndarray, k: int, ids: np.ndarray) 
 def with_direct_map(index: faiss.Index) -> None:
     """Give an IVF a hashtable direct map (id -> list and offset), which `exact_ivf` decodes
     through; about 40 bytes a vector."""
-    ivf = _ivf(index)
+    ivf = ivf_or_none(index)
     if ivf is not None and ivf.direct_map.type != faiss.DirectMap.Hashtable:
         ivf.set_direct_map_type(faiss.DirectMap.Hashtable)

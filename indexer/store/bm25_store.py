@@ -301,12 +301,7 @@ class BM25Store:
         for block_ids, texts in blocks:
             if not len(texts):
                 continue
-            tokens = store._tokenize(list(texts), return_ids=True)
-            lut = np.empty(len(tokens.vocab), dtype=np.int64)
-            for term, local in tokens.vocab.items():
-                lut[local] = vocab.setdefault(term, len(vocab))
-            lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
-            flat = lut[np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int64, count=int(lengths.sum()))]
+            lengths, flat = store._token_ids(texts, vocab)
             pairs = np.unique(np.repeat(np.arange(len(lengths)), lengths) * len(vocab) + flat)
             df = np.concatenate([df, np.zeros(len(vocab) - len(df), dtype=np.int64)])
             df += np.bincount(pairs % len(vocab), minlength=len(vocab))
@@ -363,13 +358,7 @@ class BM25Store:
         for block_ids, texts in blocks:
             if not len(texts):
                 continue
-            tokens = store._tokenize(list(texts), return_ids=True)
-            lut = np.empty(len(tokens.vocab), dtype=np.int64)
-            for term, local in tokens.vocab.items():
-                lut[local] = vocab.setdefault(term, len(vocab))
-            block_lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
-            flat = lut[np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int64,
-                                   count=int(block_lengths.sum()))]
+            block_lengths, flat = store._token_ids(texts, vocab)
             keys, tf = np.unique(np.repeat(np.arange(len(block_lengths)), block_lengths) * len(vocab) + flat,
                                  return_counts=True)
             new.append(((keys // len(vocab) + first).astype(np.int32), (keys % len(vocab)).astype(np.int32),
@@ -477,6 +466,17 @@ class BM25Store:
                 return_ids=return_ids,
                 show_progress=False,
             )
+
+    def _token_ids(self, texts: Sequence[str], vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens per text, every text's token ids in a row) for a block of texts, the ids being
+        columns of `vocab`, which new terms join: what a base build or merge holds of a block."""
+        tokens = self._tokenize(list(texts), return_ids=True)
+        lut = np.empty(len(tokens.vocab), dtype=np.int64)
+        for term, local in tokens.vocab.items():
+            lut[local] = vocab.setdefault(term, len(vocab))
+        lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
+        flat = lut[np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int64, count=int(lengths.sum()))]
+        return lengths, flat
 
     def rows_of(self, ids: np.ndarray) -> np.ndarray:
         """A mask over this store's rows: True where the row's passage id is in `ids`."""

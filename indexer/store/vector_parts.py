@@ -87,7 +87,8 @@ class IndexPart:
         return _ivf_of(self.index).reconstruct_batch(np.ascontiguousarray(self.ids[start:stop]))
 
 
-def _ivf_or_none(index: faiss.Index) -> faiss.IndexIVF | None:
+def ivf_or_none(index: faiss.Index) -> faiss.IndexIVF | None:
+    """The IVF inside `index` (under an id map, say), or None when it is not one."""
     try:
         return faiss.extract_index_ivf(index)
     except RuntimeError:
@@ -95,7 +96,7 @@ def _ivf_or_none(index: faiss.Index) -> faiss.IndexIVF | None:
 
 
 def _ivf_of(index: faiss.Index) -> faiss.IndexIVF:
-    ivf = _ivf_or_none(index)
+    ivf = ivf_or_none(index)
     if ivf is None:
         raise TypeError(f"{type(index).__name__} is neither an IndexIDMap2 nor an IVF.")
     return ivf
@@ -117,7 +118,7 @@ def readable(indexes: Sequence[faiss.Index]) -> Iterator[None]:
     changed = []
     try:
         for index in indexes:
-            ivf = _ivf_or_none(index)
+            ivf = ivf_or_none(index)
             if ivf is not None and ivf.direct_map.type != faiss.DirectMap.Hashtable:
                 changed.append((ivf, ivf.direct_map.type))
                 ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
