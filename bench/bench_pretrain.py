@@ -44,20 +44,21 @@ from training.tokenizer import train_tokenizer
 
 
 def baseline(config: PretrainConfig) -> dict[str, float]:
-    """The textbook loop: model(**batch, labels=..., next_sentence_label=...).loss, eager attention."""
+    """The textbook loop: model(**batch, labels=..., next_sentence_label=...).loss, eager attention,
+    fp32, on `config.device` (the CPU when None)."""
     tokenizer = load_tokenizer(config)
     vocab = masking_vocab(tokenizer)
     pad_id, cls_id, sep_id = tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id
     train_docs, eval_docs = load_corpus(config, tokenizer)
     torch.manual_seed(config.seed)
+    device = torch.device(config.device or "cpu")
     model, _ = build_model(replace(config, attention="eager"), len(vocab.is_continuation), pad_id)
-    model.train()
+    model.to(device).train()
     optimizer = build_optimizer(model, config)
     scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.max_steps)
     stream = ExampleStream(train_docs, config.seed, config.max_length, cls_id, sep_id, config.nsp)
     eval_stream = ExampleStream(eval_docs, config.seed + 1, config.max_length, cls_id, sep_id, config.nsp)
     eval_rng = np.random.default_rng([config.seed, 1])
-    device = torch.device("cpu")
     eval_batches = [to_tensors(make_batch(eval_stream.take(config.batch_size), eval_rng, vocab, pad_id, config), device)
                     for _ in range(config.eval_batches)]
     tokens, seconds = 0, 0.0
@@ -73,7 +74,8 @@ def baseline(config: PretrainConfig) -> dict[str, float]:
         optimizer.zero_grad(set_to_none=True)
         tokens += int(batch["attention_mask"].sum())
         seconds += time.perf_counter() - started
-    metrics = evaluate(model, eval_batches, config.nsp, config.max_steps, lambda: torch.autocast("cpu", enabled=False))
+    metrics = evaluate(model, eval_batches, config.nsp, config.max_steps,
+                       lambda: torch.autocast(device.type, enabled=False))
     return {"tokens_per_second": tokens / seconds, "mlm_loss": metrics.mlm_loss, "mlm_accuracy": metrics.mlm_accuracy,
             "nsp_accuracy": metrics.nsp_accuracy, "seconds": seconds}
 

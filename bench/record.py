@@ -48,14 +48,16 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
 
 
 def record(
-    name: str, title: str, body: str, path: Path = BENCHMARKS, command: str | None = None
+    name: str, title: str, body: str, path: Path = BENCHMARKS, command: str | None = None,
+    machine: str | None = None,
 ) -> None:
-    """Replace (or append) the block for benchmark `name` in BENCHMARKS.md."""
+    """Replace (or append) the block for benchmark `name` in BENCHMARKS.md. `machine` describes
+    where it ran when that is not this process's CPU alone (a GPU: bench/bench_gpu.py)."""
     command = command or f"python bench/{name}.py"
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     block = (
         f"<!-- bench:{name} -->\n## {title}\n\n"
-        f"Measured {stamp} on {machine_description()}; 1-minute load average "
+        f"Measured {stamp} on {machine or machine_description()}; 1-minute load average "
         f"{os.getloadavg()[0]:.1f} when recorded (other jobs share these cores).\n"
         f"Command: `{command}`\n\n{body.strip()}\n<!-- /bench:{name} -->"
     )

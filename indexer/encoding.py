@@ -2,6 +2,9 @@
 
 - `fp32`: the model's own torch modules in float32 (`SentenceTransformer.encode()`), on the CPU
   or a GPU.
+- `fp16`: the same modules in float16, the default on a GPU, where sentence-transformers users
+  run it (`bench/bench_gpu.py` times it). An fp16 index searched on a CPU encodes its queries
+  in fp16 there too, slower than fp32 but the same function.
 - `openvino-bf16`: the transformer converted by OpenVINO's own `convert_model` and compiled for
   the CPU in bfloat16; tokenisation, pooling and normalisation stay the model's own modules, so
   only the matrix arithmetic changes.
@@ -11,8 +14,7 @@ machines have, with the retrieval quality each keeps on the dev sets (BENCHMARKS
 variants on the CPU"): OpenVINO bf16 is the fastest variant within the issue's 0.005 nDCG@10 of
 fp32 on every dev set, on the Intel Xeon with AMX and on the AMD EPYC with AVX-512 bf16.
 
-`choose_encoding` picks a new index's encoding at run time: `fp32` on a GPU (that path is
-unchanged) and on CPUs without bf16 matrix instructions (where bf16 is emulated, slower than
+`choose_encoding` picks a new index's encoding at run time: `fp16` on a GPU, `fp32` on CPUs without bf16 matrix instructions (where bf16 is emulated, slower than
 fp32); `openvino-bf16` where the CPU has AMX or AVX-512 bf16 and OpenVINO is installed.
 `SEMSEARCH_ENCODING` (or `--encoding`) chooses another.
 
@@ -42,9 +44,11 @@ from indexer import settings
 logger = logging.getLogger(__name__)
 
 FP32 = "fp32"
+FP16 = "fp16"
 OPENVINO_BF16 = "openvino-bf16"
 ENCODINGS = {
     FP32: "the model's torch modules in float32 (SentenceTransformer.encode())",
+    FP16: "the model's torch modules in float16, the default on a GPU",
     OPENVINO_BF16: "the transformer compiled by OpenVINO for the CPU in bfloat16",
 }
 # /proc/cpuinfo flags of the matrix instructions that make bf16 faster than fp32.
@@ -91,8 +95,8 @@ def openvino_installed() -> bool:
 
 
 def choose_encoding(device: str | None = None, flags: frozenset[str] | None = None) -> str:
-    """A new index's encoding on this machine: `SEMSEARCH_ENCODING` when set, else `fp32` on a GPU
-    (`device`, or the one torch sees when None) or a CPU without bf16 matrix instructions, else
+    """A new index's encoding on this machine: `SEMSEARCH_ENCODING` when set, else `fp16` on a GPU
+    (`device`, or the one torch sees when None), `fp32` on a CPU without bf16 matrix instructions, else
     `openvino-bf16` (`fp32` if OpenVINO is not installed)."""
     wanted = settings.encoding()
     if wanted:
@@ -102,7 +106,7 @@ def choose_encoding(device: str | None = None, flags: frozenset[str] | None = No
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if not str(device).startswith("cpu"):
-        return FP32
+        return FP16
     if not BF16_FLAGS & (cpu_flags() if flags is None else flags):
         return FP32
     if not openvino_installed():
@@ -114,10 +118,12 @@ def choose_encoding(device: str | None = None, flags: frozenset[str] | None = No
 
 def with_encoding(model: Any, encoding: str, cache_dir: Path | None = None) -> Any:
     """`model` (a loaded SentenceTransformer) computing its embeddings as `encoding`: the model itself
-    for fp32, else a shallow copy whose first module runs in OpenVINO. `cache_dir` keeps the
-    converted model, so later loads skip the conversion (about 2 s for MiniLM)."""
+    for fp32, a float16 copy for fp16, else a shallow copy whose first module runs in OpenVINO.
+    `cache_dir` keeps the converted model, so later loads skip the conversion (about 2 s for MiniLM)."""
     if check_encoding(encoding) == FP32:
         return model
+    if encoding == FP16:
+        return copy.deepcopy(model).half()
     if not openvino_installed():
         raise ImportError(f"This index's vectors were encoded as {encoding}, which runs in OpenVINO; install it "
                           "with: pip install -r requirements.txt")

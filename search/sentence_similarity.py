@@ -118,8 +118,9 @@ def top_pairs_from_embeddings(emb: np.ndarray, k: int, block_rows: int = _BLOCK_
     import torch
     from sentence_transformers.util import dot_score, paraphrase_mining_embeddings
 
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # 10,000 x 10,000 scores: the GPU's work
     mined = paraphrase_mining_embeddings(
-        torch.from_numpy(np.ascontiguousarray(emb)), query_chunk_size=block_rows, max_pairs=k, top_k=k,
+        torch.from_numpy(np.ascontiguousarray(emb)).to(device), query_chunk_size=block_rows, max_pairs=k, top_k=k,
         score_function=dot_score,
     )
     # The library returns [score, i, j] lists ordered by score alone; Pair and the (i, j) tie order are ours.

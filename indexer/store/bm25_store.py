@@ -42,7 +42,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import bm25s
+# bm25s runs a JAX top-k on import when JAX is installed (bm25s/selection.py), and JAX's first use
+# takes 75% of the GPU's memory for itself: on an H100 the searcher's FAISS copy and the
+# pretraining loop ran out of memory (bench/bench_gpu.py, 2026-11-27). bm25s's JAX work is on
+# numpy arrays, so JAX stays on the CPU unless the user chose otherwise.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import bm25s  # noqa: E402
 import numpy as np
 import scipy.sparse as sp
 import Stemmer

@@ -18,6 +18,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from indexer.store.gpu import set_gpu_search_param, to_gpu
 from indexer.store.passage_subset import PassageSubset
 
 logger = logging.getLogger(__name__)
@@ -26,35 +27,13 @@ logger = logging.getLogger(__name__)
 _PARALLEL_MIN_QUERIES = 16
 
 
-def gpu_count() -> int:
-    """Number of GPUs faiss can use; 0 for faiss-cpu builds, which lack the GPU symbols."""
-    get = getattr(faiss, "get_num_gpus", None)
-    return int(get()) if get is not None else 0
-
-
-def to_gpu_if_available(index: faiss.Index) -> faiss.Index:
-    """Move the index onto all visible GPUs; a CPU-only build returns it unchanged."""
-    if gpu_count() == 0:
-        return index
-    logger.info("faiss sees %d GPU(s); searching on the GPU", gpu_count())
-    return faiss.index_cpu_to_all_gpus(index)
-
-
-def to_cpu(index: faiss.Index) -> faiss.Index:
-    """GPU indexes cannot be written to disk, so we copy to the CPU first."""
-    if gpu_count() > 0 and hasattr(faiss, "index_gpu_to_cpu"):
-        try:
-            return faiss.index_gpu_to_cpu(index)
-        except RuntimeError:  # already a CPU index
-            return index
-    return index
-
-
 class VectorStore:
     """Unit-normalised vectors keyed by int64 ids; score = inner product = cosine."""
 
-    def __init__(self, index: faiss.Index) -> None:
-        self._index = index
+    def __init__(self, index: faiss.Index, gpu: faiss.Index | None = None) -> None:
+        self._index = index  # always a CPU index: written, filtered and exact searches read it
+        self._gpu = gpu  # a copy on the GPU(s) for plain searches (indexer.store.gpu), or None
+        self._gpu_selectors = True  # False once the GPU copy refused an IDSelector
         self.search_param: tuple[str, int] | None = None  # ("nprobe", 16), ("efSearch", 64) or None
         self._sorted_ids: np.ndarray | None = None  # read on the first filtered exact search
         self._lock = threading.Lock()
@@ -72,6 +51,12 @@ class VectorStore:
 
         set_search_param(self._index, param, value)
         self.search_param = (param, int(value))
+        if self._gpu is not None:
+            try:
+                set_gpu_search_param(self._gpu, param, value)
+            except RuntimeError as error:  # a parameter the GPU copy has not: search on the CPU
+                logger.warning("GPU copy takes no %s (%s): searching on the CPU", param, error)
+                self._gpu = None
 
     def _params(self, exclude: faiss.IDSelector | None) -> faiss.SearchParameters | None:
         """Per-search parameters; they replace the index's own, so they carry nprobe/efSearch too."""
@@ -99,13 +84,20 @@ class VectorStore:
                 "`python -m indexer build --source PATH --index DIR --rebuild`."
             )
         index = faiss.read_index(str(path))
-        return cls(to_gpu_if_available(index) if use_gpu else index)
+        return cls(index, to_gpu(index) if use_gpu else None)
 
     def on_gpu(self) -> VectorStore:
-        """This store on all visible GPUs; itself on a CPU-only build."""
-        moved = VectorStore(to_gpu_if_available(self._index))
-        moved.search_param = self.search_param
+        """This store with a copy on all visible GPUs for its searches (`indexer.store.gpu` says
+        when there is none: a CPU-only FAISS, a type without a GPU form, too little GPU memory)."""
+        moved = VectorStore(self._index, to_gpu(self._index))
+        if self.search_param is not None:
+            moved.configure(*self.search_param)
         return moved
+
+    @property
+    def on_gpu_now(self) -> bool:
+        """Whether plain searches run on a GPU copy."""
+        return self._gpu is not None
 
     @property
     def dim(self) -> int:
@@ -124,10 +116,12 @@ class VectorStore:
             raise ValueError(f"{len(ids)} ids for {len(vectors)} vectors.")
         if len(ids):
             self._index.add_with_ids(vectors, ids)
+            self._gpu = None  # a GPU copy is for reading; the CPU index is the one that changes
 
     def remove(self, ids: np.ndarray) -> int:
         from indexer.store.ann import remove_ids
 
+        self._gpu = None
         return remove_ids(self._index, ids)
 
     def search(self, queries: np.ndarray, k: int, exclude: faiss.IDSelector | None = None,
@@ -159,7 +153,11 @@ class VectorStore:
             params = ann.filtered_params(self._index, name, value, within.selector(), share)
         else:
             params = self._params(exclude)
-        if len(queries) >= _PARALLEL_MIN_QUERIES or gpu_count() > 0:
+            if self._gpu is not None and (exclude is None or self._gpu_selectors):
+                found = self._gpu_search(queries, k, params)
+                if found is not None:
+                    return found
+        if len(queries) >= _PARALLEL_MIN_QUERIES:
             return self._index.search(queries, k, params=params)
         previous = faiss.omp_get_max_threads()
         faiss.omp_set_num_threads(1)
@@ -167,6 +165,21 @@ class VectorStore:
             return self._index.search(queries, k, params=params)
         finally:
             faiss.omp_set_num_threads(previous)
+
+    def _gpu_search(self, queries: np.ndarray, k: int,
+                    params: faiss.SearchParameters | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The GPU copy's answer; None when it refuses the deleted-passage selector (the CPU
+        index answers those from then on). Filters (`within`) always search the CPU index."""
+        assert self._gpu is not None
+        if params is None:
+            return self._gpu.search(queries, k)
+        try:
+            return self._gpu.search(queries, k, params=params)
+        except RuntimeError as error:
+            logger.info("the GPU index takes no ID selector (%s): deleted passages are left out on the CPU",
+                        str(error).strip().splitlines()[-1][:160])
+            self._gpu_selectors = False
+            return None
 
     def _postfiltered(self, queries: np.ndarray, k: int, within: PassageSubset, share: float,
                       ef: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -199,7 +212,7 @@ class VectorStore:
         """All stored ids (an IndexIDMap2's `id_map`, or an IVF index's inverted lists)."""
         from indexer.store.ann import stored_ids
 
-        return stored_ids(to_cpu(self._index))
+        return stored_ids(self._index)
 
     def save(self, path: Path | str) -> Path:
         """Write atomically: a temp file in the same folder, fsync, then rename over `path`."""
@@ -208,7 +221,7 @@ class VectorStore:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         try:
-            faiss.write_index(to_cpu(self._index), tmp_name)
+            faiss.write_index(self._index, tmp_name)  # the CPU index (a GPU copy is never written)
             with open(tmp_name, "rb+") as fh:
                 os.fsync(fh.fileno())
             os.chmod(tmp_name, 0o644)

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from indexer import IndexConfig, build_index
 from indexer.embedding import encode_texts, load_bi_encoder
 from indexer.encoding import (
+    FP16,
     FP32,
     OPENVINO_BF16,
     OpenVINOForward,
@@ -36,7 +38,7 @@ def no_override(monkeypatch, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("device", "flags", "expected"), [
-    ("cuda", frozenset({"amx_bf16", "avx512_bf16"}), FP32),  # the GPU path is unchanged
+    ("cuda", frozenset({"amx_bf16", "avx512_bf16"}), FP16),  # a GPU: float16 whatever the CPU has
     ("cpu", frozenset({"avx2", "fma"}), FP32),  # bf16 would be emulated: slower than fp32
     ("cpu", frozenset({"avx2", "avx512_bf16"}), OPENVINO_BF16),  # AMD EPYC (Zen 4)
     ("cpu", frozenset({"avx2", "amx_bf16", "amx_tile"}), OPENVINO_BF16),  # Intel Xeon with AMX
@@ -68,6 +70,18 @@ def test_openvino_computes_the_model_own_function(tiny_model: str, tmp_path: Pat
     assert cosines.min() > 0.99, cosines
     assert encoded.get_embedding_dimension() == model.get_embedding_dimension()
     assert load_bi_encoder(tiny_model, encoding=OPENVINO_BF16) is encoded  # loaded once per process
+
+
+def test_fp16_is_a_float16_copy_with_the_same_vectors_up_to_rounding(tiny_model: str) -> None:
+    """The GPU's default encoding runs on a CPU too (an fp16 index searched there), leaves the fp32
+    model as it was, and gives unit float32 vectors within fp16 rounding of fp32's."""
+    model = load_bi_encoder(tiny_model)
+    half = load_bi_encoder(tiny_model, encoding=FP16)
+    assert next(half.parameters()).dtype == torch.float16 and next(model.parameters()).dtype == torch.float32
+    exact, rounded = encode_texts(model, TEXTS), encode_texts(half, TEXTS)
+    assert rounded.dtype == np.float32 and rounded.shape == exact.shape
+    np.testing.assert_allclose(np.linalg.norm(rounded, axis=1), 1.0, atol=1e-3)
+    assert (exact * rounded).sum(axis=1).min() > 0.999
 
 
 def test_the_converted_model_is_cached_and_threads_do_not_share_a_request(tiny_model: str, tmp_path: Path) -> None:
