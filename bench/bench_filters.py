@@ -98,14 +98,17 @@ def _brute_top(scores: np.ndarray, allowed: np.ndarray, k: int = 10) -> np.ndarr
 
 
 def step_search(index_dir: str, embeddings: str, queries: str, modes: str, seed: int,
-                exact_share: str = "default") -> dict:
+                exact_share: str = "default", postfilter_depth: str = "default") -> dict:
     """Every (mode, selectivity, new/repeated) row for the index in `index_dir`, plus unfiltered.
-    `exact_share` overrides `ann.HNSW_EXACT_SHARE` (the share below which HNSW scores matches exactly)."""
+    `exact_share` overrides `ann.HNSW_EXACT_SHARE` (the share below which HNSW scores matches exactly),
+    `postfilter_depth` `ann.HNSW_POSTFILTER_DEPTH` (how deep HNSW searches above HNSW_POSTFILTER_SHARE)."""
     from indexer.store import ann
     from search import Searcher
 
     if exact_share != "default":
         ann.HNSW_EXACT_SHARE = float(exact_share)
+    if postfilter_depth != "default":
+        ann.HNSW_POSTFILTER_DEPTH = float(postfilter_depth)
 
     texts = json.loads(Path(queries).read_text())
     vectors, ids = load_embeddings(Path(embeddings))
@@ -150,6 +153,7 @@ def step_search(index_dir: str, embeddings: str, queries: str, modes: str, seed:
     shown = stats.vector_index
     if "HNSW" in shown:
         shown += f", exact below {ann.HNSW_EXACT_SHARE:.2%} of passages" if ann.HNSW_EXACT_SHARE else ", never exact"
+        shown += f", post-filter depth {ann.HNSW_POSTFILTER_DEPTH:g}"
     return {"rows": rows, "vector_index": shown, "column_s": column_s}
 
 
@@ -176,6 +180,7 @@ class FiltersBenchConfig:
     record: bool = True
     reuse_index: bool = False
     hnsw_exact_shares: tuple[str, ...] = ("default",)  # ann.HNSW_EXACT_SHARE values to compare
+    hnsw_postfilter_depths: tuple[str, ...] = ("default",)  # ann.HNSW_POSTFILTER_DEPTH values to compare
 
 
 def queries_file(config: FiltersBenchConfig) -> Path:
@@ -237,9 +242,10 @@ def run(config: FiltersBenchConfig) -> tuple[dict[str, dict], list[str]]:
         if converted["seconds"] > 5:
             notes.append(f"{variant}: {converted['vector_index']} built in {converted['seconds']:.0f} s")
         shares = config.hnsw_exact_shares if variant == "hnsw" else ("default",)
-        for share in shares:
-            key = variant if share == "default" else f"{variant}@{share}"
-            results[key] = run_step("search", index_dir, embeddings, queries, ",".join(config.modes), 7, share)
+        depths = config.hnsw_postfilter_depths if variant == "hnsw" else ("default",)
+        for share, depth in [(share, depth) for share in shares for depth in depths]:
+            key = variant + ("" if share == "default" else f"@{share}") + ("" if depth == "default" else f"~{depth}")
+            results[key] = run_step("search", index_dir, embeddings, queries, ",".join(config.modes), 7, share, depth)
             notes.append(f"{results[key]['vector_index']}: the first filter read the `u` column of "
                          f"{config.size:,} documents out of SQLite in {results[key]['column_s']:.1f} s (once per base build)")
             print(table({key: results[key]}), flush=True)
@@ -256,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--hnsw-exact-shares", nargs="+", default=["default"],
                         help="for hnsw: search once per value of the share below which matches are scored exactly")
+    parser.add_argument("--hnsw-postfilter-depths", nargs="+", default=["default"],
+                        help="for hnsw: search once per depth of the unfiltered search above HNSW_POSTFILTER_SHARE")
     parser.add_argument("--record-as", default="bench_filters", help="the BENCHMARKS.md block to write")
     parser.add_argument("--reuse-index", action="store_true",
                         help="search the index an earlier run ingested instead of ingesting again")
@@ -268,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     config = FiltersBenchConfig(size=args.size, variants=tuple(args.variants), queries=args.queries,
                                 modes=tuple(args.modes), record=not args.no_record,
-                                reuse_index=args.reuse_index, hnsw_exact_shares=tuple(args.hnsw_exact_shares))
+                                reuse_index=args.reuse_index, hnsw_exact_shares=tuple(args.hnsw_exact_shares),
+                                hnsw_postfilter_depths=tuple(args.hnsw_postfilter_depths))
     results, notes = run(config)
     body = table(results) + "\n\n" + verdict(results) + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)

@@ -2,6 +2,13 @@
 # On the lent GPU machine (Python 3.12 with torch for CUDA 13, no FAISS, no network), in the
 # repository root, with .gpu/ made by bench/gpu/payload.sh carried along:
 #     bash bench/gpu/run.sh OUT_DIR [STAGE...]
+# The session's steps (2026-11-27: 36 s to start a machine, a warm one waits 30 s):
+#   1. here: bash bench/gpu/payload.sh (3 min: FAISS is recompressed), and move the reranker's
+#      weights (models/reranker/model.safetensors, 30 MB, tracked) aside: each call carries at
+#      most 64 MiB with the working tree;
+#   2. run `mkdir -p /tmp/stash && cp -r .gpu-a/. /tmp/stash/` with carry [".gpu-a"], then at once
+#      `bash bench/gpu/run.sh $OUT` with carry [".gpu"] (BENCH_GPU_SECONDS caps the stages);
+#   3. here: move the weights back; python -m bench.bench_gpu record --out <the files' r/ folder>.
 # Installs the carried wheels into /tmp/site, lays out the CUDA 12 libraries where faiss-gpu
 # looks for them (nvidia/<component>/lib, as the nvidia-*-cu12 wheels do): CUDA 12's runtime,
 # the cuBLAS shim (bench/gpu/cublas12_shim.c) and the machine's own cuRAND 10, and runs

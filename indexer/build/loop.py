@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from indexer.build.config import IndexConfig
 from indexer.build.report import BuildReport, ProgressCallback
-from indexer.build.source_stream import MAX_ISSUES_SHOWN, SourceStream
+from indexer.build.source_stream import MAX_ISSUES_SHOWN, SourceStream, log_skipped
 from indexer.errors import BuildInterrupted
 from indexer.index import Index
 from indexer.sources.documents import Document, InputIssue, PassageSpan
@@ -302,7 +302,10 @@ class BuildLoop:
         if empty:
             self.skip_empty(list(empty.values()), changes)
         rest = [d for d in changes.to_embed if d.doc_id not in empty]
-        self.total = self.report.passages_committed + self.embedder.estimate(rest)
+        known = self.report.passages_committed + self.embedder.estimate(rest)  # this window and those before
+        # Windows still to read: as many passages per document read as so far (new and changed
+        # ones; unchanged documents count as none), so the total holds from the first window on.
+        self.total = known + round(self.stream.documents_after() * known / max(self.stream.read, 1))
         if self.bar is None:
             self.bar = tqdm(total=self.total, unit=self.embedder.unit, desc="embedding", dynamic_ncols=True,
                             disable=not self.config.show_progress or not self.total)
@@ -326,7 +329,7 @@ class BuildLoop:
         added = {doc.doc_id for doc in changes.add}
         for doc in empty:
             issue = nothing_to_embed(doc)
-            logger.warning("skipped %s", issue)
+            log_skipped(self.report, issue)
             self.report.issues.append(issue)
             if doc.doc_id in added:
                 self.report.documents_added -= 1

@@ -31,7 +31,7 @@ from indexer.build.config import IndexConfig
 from indexer.build.report import BuildReport
 from indexer.errors import BadInputError
 from indexer.sources.documents import Document, InputIssue
-from indexer.sources.readers import read_documents
+from indexer.sources.readers import count_documents, read_documents
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,21 @@ WINDOW_DOCUMENTS = 1_000_000
 WINDOW_CHARS = 2**30
 # How many skipped inputs (or kept documents) a message names.
 MAX_ISSUES_SHOWN = 5
+# How many skipped inputs are logged one by one; past that they are counted (the build's summary
+# and `BuildReport.issues` have them all). 25,000 Wikipedia articles held about 5,300 empty ones: their
+# warnings buried the progress bar and the summary (bench/bench_gpu.py on an H100, 2026-11-27).
+MAX_SKIPS_LOGGED = 20
+
+
+def log_skipped(report: BuildReport, issue: InputIssue, hint: str = "") -> None:
+    """Log a skipped input while fewer than MAX_SKIPS_LOGGED were (call it before adding `issue`
+    to `report.issues`), then say once that the rest are counted, not listed."""
+    logged = len(report.issues)
+    if logged < MAX_SKIPS_LOGGED:
+        logger.warning("skipped %s%s", issue, hint)
+    elif logged == MAX_SKIPS_LOGGED:
+        logger.warning("skipped more inputs; they are counted, not listed (the build's summary gives the total, "
+                       "and --strict stops at the first)")
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,10 @@ class SourceStream:
             raise self._nothing_error()
         self.whole = self._carry is None  # the source fits one window: the build plans it whole
         self._pending: list[Document] | None = first
+        # A source read in several windows: about how many documents it holds, counted without
+        # parsing, so the progress total covers the windows still to come (`documents_after`).
+        self.source_documents = len(first) if self.whole else max(
+            count_documents(config.source, config.index_dir), len(first))
 
     @classmethod
     def of(cls, documents: list[Document]) -> SourceStream:
@@ -101,6 +120,11 @@ class SourceStream:
         seen = self._sorted[1]
         wanted = np.fromiter((hash(key) for key in keys), dtype=np.int64, count=len(keys))
         return ~np.isin(wanted, seen)
+
+    def documents_after(self) -> int:
+        """About how many documents the windows not read yet hold (0 once the source is read)."""
+        # `_carry` holds the next window's first document until that window is asked for.
+        return max(0, self.source_documents - self.read) if self._carry is not None else 0
 
     @property
     def first(self) -> list[Document]:
@@ -160,7 +184,7 @@ class SourceStream:
             return
         if config.strict:
             raise BadInputError(f"{issue} (--strict turns skipped input into an error)")
-        logger.warning("skipped %s%s", issue, f" ({issue.cli_hint})" if issue.cli_hint else "")
+        log_skipped(report, issue, f" ({issue.cli_hint})" if issue.cli_hint else "")
         report.issues.append(issue)
 
     def _nothing_error(self) -> BadInputError:

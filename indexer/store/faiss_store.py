@@ -10,6 +10,7 @@ SQLAlchemy.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import tempfile
 import threading
@@ -187,7 +188,7 @@ class VectorStore:
         ones; None when fewer than k of them match (the caller then searches with the selector)."""
         from indexer.store import ann
 
-        wide = min(self.ntotal, ann.widened(k, share))
+        wide = min(self.ntotal, math.ceil(ann.HNSW_POSTFILTER_DEPTH * ann.widened(k, share)))
         params = faiss.SearchParametersHNSW(efSearch=max(ef, wide))
         scores, ids = self._index.search(queries, wide, params=params)
         keep = within.contains(ids[0]) & (ids[0] >= 0)

@@ -116,3 +116,37 @@ def test_an_empty_source_fails_before_the_index_is_touched(tmp_path):
     with pytest.raises(BadInputError, match="No documents found"):
         SourceStream(config, BuildReport(index_dir=config.index_dir, model="m"))
     assert not config.index_dir.exists()
+
+
+def test_many_skipped_inputs_are_counted_past_the_first_few_warnings(tiny_model: str, tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """A source with thousands of empty records (a Wikipedia dump's redirects) logs the first
+    MAX_SKIPS_LOGGED of them and one line for the rest; the report keeps every one."""
+    source = tmp_path / "corpus.jsonl"
+    empty = source_stream.MAX_SKIPS_LOGGED + 15
+    with source.open("w", encoding="utf-8") as fh:
+        for i in range(empty):
+            fh.write(json.dumps({"id": f"e{i}", "text": "  "}) + "\n")
+        fh.write(json.dumps({"id": "real", "text": "A river runs through the valley below the glacier."}) + "\n")
+    with caplog.at_level("WARNING"):
+        report = build_index(IndexConfig(source=source, index_dir=tmp_path / "index", model=tiny_model,
+                                         show_progress=False))
+    skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipped")]
+    assert len(skipped) == source_stream.MAX_SKIPS_LOGGED + 1
+    assert "counted, not listed" in skipped[-1]
+    assert len(report.issues) == empty and report.documents_added == 1
+
+
+def test_a_source_read_in_windows_shows_a_steady_progress_total(tiny_model: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The total covers the windows not read yet (the source's documents counted up front), so
+    it does not climb window by window: from the first commit on it is near the final count."""
+    monkeypatch.setattr(source_stream, "WINDOW_DOCUMENTS", 10)
+    source = tmp_path / "corpus.jsonl"
+    write_corpus(source, list(range(40)))
+    totals: list[int] = []
+    report = build_index(IndexConfig(source=source, index_dir=tmp_path / "index", model=tiny_model,
+                                     show_progress=False), progress=lambda done, total: totals.append(total))
+    final = report.passages_committed
+    assert final >= 40 and totals[-1] == final
+    assert 0.8 * final <= min(totals) and max(totals) <= 1.2 * final, totals

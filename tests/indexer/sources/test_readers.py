@@ -5,7 +5,7 @@ import json
 import pytest
 
 from indexer.sources.documents import InputIssue
-from indexer.sources.readers import read_documents
+from indexer.sources.readers import count_documents, read_documents
 
 
 def collect(source, **kwargs):
@@ -451,3 +451,19 @@ def test_a_jsonl_file_is_streamed_only_when_it_is_plain_utf8(tmp_path, monkeypat
     for name in ("plain.jsonl", "utf16.jsonl", "latin1.jsonl"):
         readers._text_lines(tmp_path / name, name, lambda issue: None)
     assert whole == ["utf16.jsonl", "latin1.jsonl"]
+
+
+def test_count_documents_counts_records_and_files_without_parsing(tmp_path):
+    """The progress count of a windowed build: a JSONL line, a CSV line after its header, a file."""
+    import gzip
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"id": "1", "text": "x"}\n{"id": "2", "text": "y"}\n{"id": "3", "text": "z"}')
+    with gzip.open(folder / "b.jsonl.gz", "wt") as fh:
+        fh.write("".join(json.dumps({"id": f"g{i}", "text": "w"}) + "\n" for i in range(5)))
+    (folder / "c.csv").write_text("id,text\nc1,one\nc2,two\n")
+    (folder / "d.txt").write_text("a plain document")
+    (folder / "e.md").write_text("# another")
+    assert count_documents(folder) == 3 + 5 + 2 + 1 + 1
+    assert count_documents(folder) == len(list(read_documents(folder)))
