@@ -229,3 +229,20 @@ def test_a_merge_rescores_the_base_as_a_build_of_everything_would(seed, tmp_path
     again = BM25Store.merged(BM25Store.load(tmp_path / "merged"), np.ones(merged.ntotal, bool), [])
     assert entries(again) == pytest.approx(got)
     assert bm25_store.COUNTS_FILE in {p.name for p in (tmp_path / "merged").iterdir()}
+
+
+@pytest.mark.parametrize("chosen", [None, "cuda"])
+def test_bm25s_keeps_jax_off_the_gpu_unless_the_user_chose(chosen: str | None) -> None:
+    """bm25s runs a JAX top-k when it is imported and JAX is installed; JAX's first use takes 75%
+    of a GPU's memory (65 GB of an H100 in bench_gpu's first run). Importing the store pins JAX to
+    the CPU first, and leaves a user's own JAX_PLATFORMS alone."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    if chosen:
+        env["JAX_PLATFORMS"] = chosen
+    shown = subprocess.run([sys.executable, "-c", "import os, indexer.store.bm25_store; print(os.environ['JAX_PLATFORMS'])"],
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert shown == (chosen or "cpu")
