@@ -240,6 +240,12 @@ def count_documents(conn: Connection) -> int:
     return int(conn.scalar(select(func.count()).select_from(DocumentRow)) or 0)
 
 
+def document_id_span(session: Session) -> int:
+    """The largest document row id (0 for none): an upper bound on the documents stored, read from
+    the primary key's index, where a count would walk every row."""
+    return int(session.scalar(select(func.max(DocumentRow.id))) or 0)
+
+
 def count_passages(conn: Connection) -> int:
     return int(conn.scalar(select(func.count()).select_from(PassageRow)) or 0)
 

@@ -43,6 +43,10 @@ from indexer.store.sql_store import Connection, Session
 from indexer.store.vector_merge import merge_vectors
 from indexer.store.vector_parts import Rows, as_rows
 
+# Past this many keys, and when they are half the stored documents or more, `stored_documents`
+# scans every row instead of looking the keys up in pages.
+FULL_SCAN_KEYS = 100_000
+
 
 class WriteTransaction:
     """The open build: stored documents to plan against, and `commit` for the changes.
@@ -71,8 +75,10 @@ class WriteTransaction:
         """Stored documents by key: all of them, or only those whose key is in `keys` or whose
         origin is `origin` (what a plan of those documents, pruning that origin, can touch), so
         adding a few documents to a large index reads a few rows, not every key."""
-        if keys is not None and len(keys) > 100_000:
-            keys = origin = None  # most of the index anyway: one scan beats many IN lists
+        if keys is not None and len(keys) > FULL_SCAN_KEYS and 2 * len(keys) >= sql_store.document_id_span(self.session):
+            keys = origin = None  # half the index or more: one scan beats many IN lists
+        # else pages of keys, so that a window of 1M documents against a 10M index reads its
+        # own rows, not a dict of all 10M
         rows = sql_store.stored_document_rows(self.session, None if keys is None else list(keys), origin)
         return {key: StoredDocument(row_id, digest, origin_, source)
                 for key, row_id, digest, origin_, source in rows}
