@@ -13,13 +13,17 @@ work for both shapes.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
 import faiss
 import numpy as np
 
+from indexer.store.gpu import gpu_count
 from indexer.store.vector_parts import VectorParts, ivf_or_none, readable
+
+logger = logging.getLogger(__name__)
 
 KINDS = ("auto", "flat", "ivf", "hnsw", "ivfpq")
 STORAGES = ("auto", "float32", "float16", "sq8")  # ivfpq stores PQ codes: storage must stay auto
@@ -236,8 +240,30 @@ def train(index: faiss.Index, vectors: np.ndarray | VectorParts, sample: int, se
     if count < 1:
         raise ValueError(f"This index needs training vectors; got {len(parts)} rows and sample {sample}.")
     rows = np.random.default_rng(seed).choice(len(parts), size=count, replace=False)
-    index.train(parts.rows(np.sort(rows)))
+    sample_rows = parts.rows(np.sort(rows))
+    ivf = ivf_or_none(index)
+    if ivf is not None and gpu_count() > 0:
+        _train_on_gpu(index, ivf, sample_rows)
+    else:
+        index.train(sample_rows)
     return count
+
+
+def _train_on_gpu(index: faiss.Index, ivf: faiss.IndexIVF, sample: np.ndarray) -> None:
+    """An IVF's k-means with its assignment step on the GPUs (FAISS's `clustering_index`, as its
+    own GPU benchmarks train); the trained index stays on the CPU, to be filled and written. A GPU
+    that cannot take it leaves the training to the CPU."""
+    try:
+        clustering = faiss.index_cpu_to_all_gpus(faiss.IndexFlatL2(index.d))
+    except (RuntimeError, MemoryError) as error:
+        logger.warning("IVF training on the CPU: the GPU could not hold its k-means (%s)", error)
+        index.train(sample)
+        return
+    ivf.clustering_index = clustering
+    try:
+        index.train(sample)
+    finally:
+        ivf.clustering_index = None
 
 
 def _as_parts(vectors: np.ndarray | VectorParts, ids: np.ndarray | None, dim: int) -> VectorParts:

@@ -97,6 +97,35 @@ def test_ivf_on_the_gpu_finds_the_cpus_neighbours(tmp_path: Path) -> None:
 
 @pytest.mark.gpu
 @needs_gpu
+def test_ivf_trains_its_kmeans_on_the_gpu_and_stays_a_cpu_index() -> None:
+    """ann.train runs the IVF's k-means assignment on the GPU (no flag) and leaves a CPU index as
+    good as one trained on the CPU: the same recall against exact search within 0.02."""
+    n, dim = 20_000, 64
+    vectors = unit_rows(n, dim, 5)
+    queries = unit_rows(300, dim, 6)
+    plan = ann.resolve(ann.VectorIndexConfig(kind="ivf", nlist=64), n, dim)
+    exact = VectorStore.create(dim)
+    exact.add(np.arange(n, dtype=np.int64), vectors)
+    _, truth = exact.search(queries, 10)
+    recalls = []
+    for on_gpu in (True, False):
+        index = ann.create(plan, dim)
+        if on_gpu:
+            ann.train(index, vectors, ann.training_sample_size(plan, n))
+            assert ann.ivf_or_none(index).clustering_index is None
+        else:
+            index.train(vectors[np.sort(np.random.default_rng(0).choice(n, ann.training_sample_size(plan, n),
+                                                                         replace=False))])
+        store = VectorStore(index)
+        store.add(np.arange(n, dtype=np.int64), vectors)
+        store.configure("nprobe", 8)
+        assert "Gpu" not in type(faiss.downcast_index(store.faiss_index)).__name__
+        recalls.append(ann.recall_at_k(truth, store.search(queries, 10)[1], 10))
+    assert recalls[0] >= recalls[1] - 0.02, recalls
+
+
+@pytest.mark.gpu
+@needs_gpu
 def test_a_store_with_a_gpu_copy_is_written_from_its_cpu_index(tmp_path: Path) -> None:
     gpu = flat_store(3000).on_gpu()
     assert gpu.on_gpu_now
