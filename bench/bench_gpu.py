@@ -545,12 +545,13 @@ def record_all(out: Path) -> None:
     from bench.record import machine_description, record
 
     env = json.loads((out / "env.json").read_text()) if (out / "env.json").is_file() else {}
-    host = next((json.loads(path.read_text()).get("host") for path in sorted(out.glob("*.json"))
-                 if json.loads(path.read_text()).get("host")), None) or machine_description()
-    machine = (f"{env.get('gpu', 'a GPU')} ({env.get('nvidia_smi', '')}; torch {env.get('torch')}, CUDA "
-               f"{env.get('cuda')}), host {host}")
+    gpu = f"{env.get('gpu', 'a GPU')} ({env.get('nvidia_smi', '')}; torch {env.get('torch')}, CUDA {env.get('cuda')})"
     for name, title, body in tables(out):
-        record(name, title, body, command="python -m bench.bench_gpu run --payload .gpu --out OUT", machine=machine)
+        stage = json.loads((out / f"{name.removeprefix('bench_gpu-')}.json").read_text())
+        machine = f"{gpu}, host {stage.get('host') or machine_description()}"
+        measured = (stage["measured_at"], stage.get("loadavg")) if "measured_at" in stage else None
+        record(name, title, body, command="python -m bench.bench_gpu run --payload .gpu --out OUT", machine=machine,
+               measured=measured)
         print(f"## {title}\n\n{body}\n")
 
 
@@ -582,6 +583,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001 -- recorded for the caller, which carries on with the next stage
             result = {"error": traceback.format_exc()}
         result["host"] = machine_description()
+        result["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        result["loadavg"] = os.getloadavg()[0]
         _write(args.out, args.name, result)
         print(json.dumps({k: v for k, v in result.items() if k not in ("rows", "runs", "losses")}, default=float)[:1500],
               flush=True)

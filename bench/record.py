@@ -49,16 +49,18 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
 
 def record(
     name: str, title: str, body: str, path: Path = BENCHMARKS, command: str | None = None,
-    machine: str | None = None,
+    machine: str | None = None, measured: tuple[str, float | None] | None = None,
 ) -> None:
     """Replace (or append) the block for benchmark `name` in BENCHMARKS.md. `machine` describes
-    where it ran when that is not this process's CPU alone (a GPU: bench/bench_gpu.py)."""
+    where it ran when that is not this process's CPU alone, and `measured` (when, load average)
+    when the figures were measured elsewhere and recorded here (a GPU: bench/bench_gpu.py)."""
     command = command or f"python bench/{name}.py"
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    stamp, load = measured or (dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), os.getloadavg()[0])
+    load_note = ("load average not recorded" if load is None
+                 else f"1-minute load average {load:.1f} when recorded (other jobs share these cores)")
     block = (
         f"<!-- bench:{name} -->\n## {title}\n\n"
-        f"Measured {stamp} on {machine or machine_description()}; 1-minute load average "
-        f"{os.getloadavg()[0]:.1f} when recorded (other jobs share these cores).\n"
+        f"Measured {stamp} on {machine or machine_description()}; {load_note}.\n"
         f"Command: `{command}`\n\n{body.strip()}\n<!-- /bench:{name} -->"
     )
     text = path.read_text() if path.exists() else "# Benchmarks\n\nEvery table below is written by a script in `bench/`.\n"
