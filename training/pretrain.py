@@ -3,7 +3,8 @@
 From scratch (a size preset) or continued from an existing BERT folder. The MLM
 head is applied to masked positions only, so the vocabulary projection costs 15%
 of a full-sequence head. AdamW with linear warm-up and decay; bf16 autocast and
-SDPA attention on GPU, fp32 on CPU.
+SDPA attention on GPU, fp32 on CPU. One process reads its losses back from the device only at
+log, eval and save steps, so the CPU makes the next batch while the GPU runs the last one.
 """
 
 from __future__ import annotations
@@ -367,6 +368,9 @@ class Pretrainer:
             warn_if_batch_repeats(train_docs, config, context.world_size)
         self.step_no = 0
         self.losses: dict[int, float] = {}
+        # In one process, each step's loss stays on the device until `settle` reads them all at
+        # once: a read per step made the CPU wait for the GPU, then the GPU for the CPU's next batch.
+        self._unsettled: dict[int, torch.Tensor] = {}
         self.evals: list[EvalMetrics] = []
 
     def autocast(self):
@@ -381,8 +385,16 @@ class Pretrainer:
         self.step_no, self.losses = state["step"], dict(state["losses"])
         self.evals = [EvalMetrics(**metrics) for metrics in state["evals"]]
 
+    def settle(self) -> None:
+        """Read back the losses of the steps since the last call (waits for the device's queued work)."""
+        if self._unsettled:
+            values = torch.stack(list(self._unsettled.values())).tolist()
+            self.losses.update(zip(self._unsettled, values, strict=True))
+            self._unsettled.clear()
+
     def checkpoint_state(self) -> dict:
         """The whole run's state; every rank must call it (it gathers each rank's position and generators)."""
+        self.settle()
         check_replicas_agree(self.model)
         ranks = gather_objects(_rank_state(self.stream, self.device))
         state = {
@@ -404,8 +416,9 @@ class Pretrainer:
         config, context = self.config, self.context
         seeds = [config.seed, self.step_no, context.rank] if context.is_distributed else [config.seed, self.step_no]
         rng = np.random.default_rng(seeds)
-        batch = to_tensors(make_batch(self.stream.take(config.batch_size), rng, self.vocab, self.pad_id, config),
-                           self.device)
+        arrays = make_batch(self.stream.take(config.batch_size), rng, self.vocab, self.pad_id, config)
+        own_tokens = int(arrays["attention_mask"].sum())  # counted on the CPU: no wait for the device
+        batch = to_tensors(arrays, self.device)
         with self.autocast():
             loss, mlm_loss, nsp_loss, _, _ = self.trained(batch)
         loss.backward()
@@ -414,7 +427,10 @@ class Pretrainer:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step_no += 1
-        loss_sum, batch_tokens = sum_over_ranks([loss.item(), float(batch["attention_mask"].sum())], self.device)
+        if not context.is_distributed:
+            self._unsettled[self.step_no] = loss.detach()
+            return own_tokens, mlm_loss, nsp_loss
+        loss_sum, batch_tokens = sum_over_ranks([loss.item(), float(own_tokens)], self.device)
         self.losses[self.step_no] = loss_sum / context.world_size
         return int(batch_tokens), mlm_loss, nsp_loss
 
@@ -457,10 +473,13 @@ class Pretrainer:
                 started = time.perf_counter()
                 batch_tokens, mlm_loss, nsp_loss = self.step()
                 step = self.step_no
+                last = step == config.max_steps
+                if last or ctrl_c.requested or any(step % every == 0 for every in
+                                                   (config.log_every, config.eval_every, config.save_every)):
+                    self.settle()  # the device's queued steps end here, inside the timed steps
                 tokens += batch_tokens
                 window_tokens += batch_tokens
                 train_seconds += time.perf_counter() - started
-                last = step == config.max_steps
                 if context.is_main and (step % config.log_every == 0 or last):
                     now = time.perf_counter()
                     self.log_step(mlm_loss, nsp_loss, window_tokens / max(now - window_start, 1e-9))
@@ -483,6 +502,7 @@ class Pretrainer:
         return self.save(tokens / train_seconds if train_seconds else 0.0)
 
     def save(self, throughput: float) -> PretrainResult:
+        self.settle()
         if self.context.is_main:
             self.model.save_pretrained(str(self.work))
             self.tokenizer.save_pretrained(str(self.work))

@@ -170,3 +170,13 @@ def test_time_budget_saves_a_loadable_model_and_resumes(tiny_corpus: Path, tiny_
     assert resumed.step == 6
     with pytest.raises(ValueError, match="max_minutes"):
         _config(tiny_corpus, tmp_path / "u", tiny_tokenizer_dir, max_minutes=0)
+
+
+def test_every_steps_loss_is_kept_though_read_back_only_at_log_and_save_steps(
+        tiny_corpus: Path, tiny_tokenizer_dir: Path, tmp_path: Path) -> None:
+    """One process reads its losses back from the device at log, eval and save steps only (the
+    GPU then never waits for the CPU's next batch); every step's loss is still recorded."""
+    result = pretrain(_config(tiny_corpus, tmp_path / "out", tiny_tokenizer_dir, max_steps=7, log_every=5,
+                              eval_every=100, save_every=100))
+    assert sorted(result.losses) == list(range(1, 8))
+    assert all(isinstance(value, float) and value > 0 for value in result.losses.values())
