@@ -14,8 +14,9 @@ machines have, with the retrieval quality each keeps on the dev sets (BENCHMARKS
 variants on the CPU"): OpenVINO bf16 is the fastest variant within the issue's 0.005 nDCG@10 of
 fp32 on every dev set, on the Intel Xeon with AMX and on the AMD EPYC with AVX-512 bf16.
 
-`choose_encoding` picks a new index's encoding at run time: `fp16` on a GPU, `fp32` on CPUs without bf16 matrix instructions (where bf16 is emulated, slower than
-fp32); `openvino-bf16` where the CPU has AMX or AVX-512 bf16 and OpenVINO is installed.
+`choose_encoding` picks a new index's encoding at run time: `fp16` on a GPU, `fp32` on CPUs
+without bf16 matrix instructions (where bf16 is emulated, slower than fp32); `openvino-bf16`
+where the CPU has AMX or AVX-512 bf16 and OpenVINO is installed.
 `SEMSEARCH_ENCODING` (or `--encoding`) chooses another.
 
 An index records its encoding. Its queries are encoded the same way (`Index.load_model`), an

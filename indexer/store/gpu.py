@@ -83,16 +83,6 @@ def to_gpu(index: faiss.Index) -> faiss.Index | None:
     return moved
 
 
-def to_cpu(index: faiss.Index) -> faiss.Index:
-    """A CPU copy of a GPU index (FAISS writes only CPU indexes); a CPU index as it is."""
-    if gpu_count() > 0 and hasattr(faiss, "index_gpu_to_cpu"):
-        try:
-            return faiss.index_gpu_to_cpu(index)
-        except RuntimeError:  # already a CPU index
-            return index
-    return index
-
-
 def set_gpu_search_param(index: faiss.Index, param: str, value: int) -> None:
     """nprobe on a GPU IVF copy (GpuParameterSpace reaches through replicas and wrappers)."""
     faiss.GpuParameterSpace().set_index_parameter(index, param, int(value))
