@@ -16,6 +16,7 @@ import numpy as np
 from indexer import settings
 from indexer.encoding import FP32, check_encoding, with_encoding
 from indexer.model_spec import ModelSpec
+from indexer.pipelined_encoding import PipelinedEncoder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -114,6 +115,15 @@ def encode_texts(
     if n == 0:
         return out
     order = np.argsort([-len(t) for t in texts], kind="stable")
+    pipelined = PipelinedEncoder.of(model)
+    if pipelined is not None:  # the tokenizer runs ahead of the model (indexer.pipelined_encoding)
+        def flush(start: int, vectors: np.ndarray) -> None:
+            out[order[start:start + len(vectors)]] = vectors
+            if progress is not None:
+                progress(start + len(vectors), n)
+
+        pipelined.encode([texts[i] for i in order], batch_size, chunk_size, flush)
+        return out
     done = 0
     for begin in range(0, n, chunk_size):
         idx = order[begin : begin + chunk_size]

@@ -1,0 +1,74 @@
+"""The pipelined encoder gives `encode()`'s vectors, in input order, and steps aside where it cannot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from indexer.embedding import encode_texts, load_bi_encoder
+from indexer.pipelined_encoding import PipelinedEncoder
+
+TEXTS = [
+    "",
+    "A short one.",
+    "Lava and ash erupted from the volcano in Iceland, and flights across Europe were grounded.",
+    "Ünïcödé, emoji 🙂 and CJK 漢字 survive tokenisation.",
+    " ".join(["a long passage that runs past the model's window"] * 40),  # > 128 tokens: truncated
+    "Knead the dough for ten minutes.",
+    "Share prices fell sharply after the central bank raised interest rates.",
+]
+
+
+def _reference(model, texts) -> np.ndarray:
+    return model.encode(list(texts), batch_size=3, convert_to_numpy=True, normalize_embeddings=True,
+                        show_progress_bar=False)
+
+
+@pytest.fixture()
+def model(tiny_model):
+    return load_bi_encoder(tiny_model)
+
+
+def test_vectors_equal_encode_in_input_order(model):
+    assert PipelinedEncoder.of(model) is not None
+    steps: list[tuple[int, int]] = []
+    vectors = encode_texts(model, TEXTS, batch_size=2, chunk_size=3, progress=lambda d, n: steps.append((d, n)))
+    np.testing.assert_allclose(vectors, _reference(model, TEXTS), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert [d for d, _ in steps] == sorted(d for d, _ in steps) and steps[-1] == (len(TEXTS), len(TEXTS))
+    assert len(steps) > 1  # flushed in runs of about chunk_size, not once at the end
+
+
+def test_truncation_follows_max_seq_length(model):
+    model.max_seq_length = 8
+    try:
+        encoder = PipelinedEncoder.of(model)
+        assert encoder is not None and encoder.max_length == 8
+        np.testing.assert_allclose(encode_texts(model, TEXTS), _reference(model, TEXTS), atol=1e-5)
+    finally:
+        model.max_seq_length = 128
+    assert PipelinedEncoder.of(model).max_length == 128
+
+
+def test_made_once_per_model(model):
+    assert PipelinedEncoder.of(model) is PipelinedEncoder.of(model)
+
+
+def test_the_real_model_matches_encode(default_model):
+    np.testing.assert_allclose(encode_texts(default_model, TEXTS), _reference(default_model, TEXTS), atol=1e-5)
+
+
+def test_models_it_cannot_run_go_through_encode(tiny_model):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    lower = SentenceTransformer(tiny_model, device="cpu")
+    lower[0].do_lower_case = True
+    prompted = SentenceTransformer(tiny_model, device="cpu", prompts={"query": "query: "},
+                                   default_prompt_name="query")
+    dense = SentenceTransformer(tiny_model, device="cpu")
+    dense.append(Dense(32, 8))
+    for refused in (lower, prompted, dense):
+        assert PipelinedEncoder.of(refused) is None
+        np.testing.assert_allclose(encode_texts(refused, TEXTS[1:4]), _reference(refused, TEXTS[1:4]), atol=1e-5)
+    assert PipelinedEncoder.of(object()) is None
