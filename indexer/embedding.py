@@ -97,14 +97,24 @@ def embedding_dimension(model) -> int:
     return int(model.get_embedding_dimension())
 
 
+CPU_BATCH, GPU_BATCH = 64, 256
+
+
+def default_batch_size(model) -> int:
+    """Texts per forward pass: 64 on a CPU; 256 on a GPU, where a batch of 64 short sentences
+    costs about as much Python and kernel launching as its arithmetic."""
+    return GPU_BATCH if getattr(getattr(model, "device", None), "type", None) == "cuda" else CPU_BATCH
+
+
 def encode_texts(
     model,
     texts: Sequence[str],
-    batch_size: int = 64,
+    batch_size: int | None = None,
     progress: ProgressCallback | None = None,
     chunk_size: int = 512,
 ) -> np.ndarray:
-    """Normalised float32 embeddings in input order.
+    """Normalised float32 embeddings in input order; `batch_size` by default 64, 256 on a GPU
+    (`default_batch_size`).
 
     Texts are sorted by length once over the whole input (as `encode` does
     within one call) and fed in chunks, so the caller can report progress
@@ -114,6 +124,7 @@ def encode_texts(
     out = np.empty((n, embedding_dimension(model)), dtype=np.float32)
     if n == 0:
         return out
+    batch_size = batch_size or default_batch_size(model)
     order = np.argsort([-len(t) for t in texts], kind="stable")
     pipelined = PipelinedEncoder.of(model)
     if pipelined is not None:  # the tokenizer runs ahead of the model (indexer.pipelined_encoding)

@@ -43,8 +43,10 @@ class PipelinedEncoder:
 
     model: Any
     tokenizer: Any  # tokenizers.Tokenizer, with truncation and padding enabled
+    counter: Any  # the same without truncation or padding, to count a text's tokens
     type_ids: bool  # whether the transformer takes token_type_ids
     max_length: int | None
+    unknown_id: int | None
 
     @classmethod
     def of(cls, model: Any) -> PipelinedEncoder | None:
@@ -62,7 +64,10 @@ class PipelinedEncoder:
 
     @classmethod
     def _make(cls, model: Any) -> PipelinedEncoder | None:
-        modules = list(model) if hasattr(model, "__iter__") else []
+        try:
+            modules = list(model)
+        except TypeError:  # not a SentenceTransformer (a wrapper around one, say)
+            return None
         if not modules or type(modules[0]).__name__ != "Transformer":
             return None
         first = modules[0]
@@ -77,7 +82,10 @@ class PipelinedEncoder:
         backend = getattr(hf_tokenizer, "backend_tokenizer", None)
         if backend is None or hf_tokenizer.pad_token_id is None:
             return None
-        tokenizer = copy.deepcopy(backend)  # the model's own tokenizer is left as it was
+        counter = copy.deepcopy(backend)  # the model's own tokenizer is left as it was
+        counter.no_truncation()
+        counter.no_padding()
+        tokenizer = copy.deepcopy(counter)
         max_length = first.max_seq_length
         if max_length:
             tokenizer.enable_truncation(int(max_length))
@@ -85,8 +93,15 @@ class PipelinedEncoder:
             tokenizer.no_truncation()
         tokenizer.enable_padding(pad_id=hf_tokenizer.pad_token_id, pad_token=hf_tokenizer.pad_token,
                                  pad_type_id=getattr(hf_tokenizer, "pad_token_type_id", 0))
-        return cls(model, tokenizer, "token_type_ids" in getattr(hf_tokenizer, "model_input_names", ()),
-                   max_length)
+        return cls(model, tokenizer, counter, "token_type_ids" in getattr(hf_tokenizer, "model_input_names", ()),
+                   max_length, getattr(hf_tokenizer, "unk_token_id", None))
+
+    def token_counts(self, texts: Sequence[str]) -> list[tuple[int, int]]:
+        """(tokens with the special ones, how many of them are the unknown token) for each text,
+        untruncated, in one call of the Rust tokenizer."""
+        unknown = self.unknown_id
+        return [(len(ids), ids.count(unknown) if unknown is not None else 0)
+                for ids in (e.ids for e in self.counter.encode_batch_fast(list(texts)))]
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Padded int64 arrays for one batch (runs in the prefetch thread)."""

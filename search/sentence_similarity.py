@@ -20,7 +20,13 @@ from indexer.embedding import (
     load_bi_encoder,
 )
 from search.inputs import text_input, text_list, whole_number
-from search.retrieve import unreadable, unreadable_message, warn_if_truncated
+from search.retrieve import (
+    token_counts,
+    unreadable,
+    unreadable_counts,
+    unreadable_message,
+    warn_if_truncated,
+)
 
 _BLOCK_ROWS = 4096
 
@@ -47,9 +53,11 @@ def _sentences(sentences: object, name: str, model: Any) -> list[str]:
     its start (`QueryTruncatedWarning`, as a query gets); a sentence the model cannot read (no
     word it knows) is a ValueError naming it."""
     items = text_list(sentences, name, EMPTY)
-    for pos, sentence in enumerate(items):
-        _check_readable(sentence, model, f"{name}[{pos}]")
-        warn_if_truncated(sentence, model, f"{name}[{pos}]")
+    counts = token_counts(items, model)  # one batched tokenizer call for all the checks
+    for pos, (sentence, count) in enumerate(zip(items, counts, strict=True)):
+        if unreadable_counts(count, model):
+            raise ValueError(unreadable_message(sentence, f"{name}[{pos}]") + ".")
+        warn_if_truncated(sentence, model, f"{name}[{pos}]", tokens=count[0])
     return items
 
 
@@ -57,7 +65,7 @@ def unreadable_sentences(sentences: Sequence[str], model: Any = None) -> list[in
     """Positions of the sentences the model cannot read (no word it knows: `search.retrieve.unreadable`),
     which the other functions refuse; a page can leave them out and say so."""
     loaded = _model(model)
-    return [pos for pos, sentence in enumerate(sentences) if unreadable(sentence, loaded)]
+    return [pos for pos, count in enumerate(token_counts(list(sentences), loaded)) if unreadable_counts(count, loaded)]
 
 
 def _check_readable(sentence: str, model: Any, name: str) -> None:

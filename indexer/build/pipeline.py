@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from indexer.build.background_embed import BackgroundStream
 from indexer.build.config import DEFAULT_OVERLAP_TOKENS, IndexConfig
 from indexer.build.loop import (
     Embedder,
@@ -39,7 +40,7 @@ from indexer.model_spec import ModelSpec
 from indexer.sources.chunking import left_out, short_tail_tokens, split_into_sections
 from indexer.sources.documents import Document, PassageSpan
 from indexer.sources.passage_text import (  # noqa: F401  embedded_title: imported from here by tests and benches
-    bi_encoder_input,
+    bi_encoder_inputs,
     embedded_title,
     title_token_budget,
 )
@@ -120,8 +121,9 @@ def embedding_inputs(
     documents: Sequence[Document], spans: Sequence[Sequence[PassageSpan]], model, embed_titles: bool
 ) -> list[str]:
     """What the bi-encoder reads for every passage, in order: `passage_text(title, passage)`."""
-    return [bi_encoder_input(doc.title, doc.text[s.start_char : s.end_char], model, embed_titles)
-            for doc, doc_spans in zip(documents, spans, strict=True) for s in doc_spans]
+    return [text for doc, doc_spans in zip(documents, spans, strict=True)
+            for text in bi_encoder_inputs(doc.title, [doc.text[s.start_char : s.end_char] for s in doc_spans],
+                                          model, embed_titles)]
 
 
 def embed(
@@ -179,14 +181,15 @@ class PassageCutter:
         self.sample: set[str] = set()  # documents cut first, spread over the plan, for the estimate
         self._stop = threading.Event()
 
-    def _split(self, doc: Document, tokenizer) -> list[PassageSpan]:
+    def split(self, doc: Document, tokenizer) -> list[PassageSpan]:
+        """`doc`'s passages, cut with `tokenizer` (each thread passes its own)."""
         return split_into_sections(doc.text, [h.start for h in doc.outline.headings], tokenizer,
                                    self.passage_tokens, self.overlap_tokens, self.min_tail_tokens)
 
     def __call__(self, doc: Document) -> list[PassageSpan]:
         spans = self.cut.get(doc.doc_id)
         if spans is None:
-            spans = self.cut.setdefault(doc.doc_id, self._split(doc, self.tokenizer))
+            spans = self.cut.setdefault(doc.doc_id, self.split(doc, self.tokenizer))
         if doc.doc_id not in self.warned:  # warned here, in the build's thread, once a document
             self.warned.add(doc.doc_id)
             for start, end in left_out(doc.text, spans):
@@ -214,7 +217,7 @@ class PassageCutter:
                 if self._stop.is_set():
                     return
                 if doc.doc_id not in self.cut:
-                    self.cut.setdefault(doc.doc_id, self._split(doc, tokenizer))
+                    self.cut.setdefault(doc.doc_id, self.split(doc, tokenizer))
 
         self.counting = threading.Thread(target=run, name="semsearch-count-passages", daemon=True)
         self.counting.start()
@@ -236,6 +239,15 @@ class PassageCutter:
         self.cut, self.sample, self.warned = {}, set(), set()
 
 
+# Devices on which a build embeds in a thread ahead of its commits (`background_embed.py`): on a
+# CPU the model already uses every core, and the commits' share of the time is small.
+EMBED_AHEAD_DEVICES = frozenset({"cuda"})
+
+
+def embeds_ahead(model) -> bool:
+    return getattr(getattr(model, "device", None), "type", None) in EMBED_AHEAD_DEVICES
+
+
 class ModelEmbedder(Embedder):
     """The local bi-encoder as the build loop's `Embedder` (on Ray with `config.ray`).
 
@@ -253,6 +265,7 @@ class ModelEmbedder(Embedder):
         self.estimated = False  # the first estimate waits for the count
         self.embed_titles = True
         self.ray_stream = None  # with --ray: one Ray pipeline over the whole plan (ray_embed.py)
+        self.ahead: BackgroundStream | None = None  # on a GPU: a thread embeds ahead of the commits
         self.encoding = FP32  # settled in the first commit
         self.warnings: list[str] = []
 
@@ -292,6 +305,12 @@ class ModelEmbedder(Embedder):
             self.estimated = False
             self.cutter.cut_sample(to_embed)
             self.cutter.count_all(to_embed)
+            if self.ahead is not None:
+                self.ahead.close()
+                self.ahead = None
+            if embeds_ahead(self.model):
+                self.ahead = BackgroundStream(self.model, to_embed, self.cutter.split, self.cutter.cut,
+                                              self.embed_titles, self.config.batch_size)
             return
         from indexer.build.ray_embed import RayStream
 
@@ -302,6 +321,8 @@ class ModelEmbedder(Embedder):
 
     def embed(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]],
               step: ProgressCallback) -> np.ndarray:
+        if self.ahead is not None:
+            return self.ahead.take(docs, spans, step)
         texts = self.inputs(docs, spans)
         run = self.ray_stream if self.ray_stream is not None else embed
         return run(self.model, texts, self.config.batch_size, False, step)
@@ -309,6 +330,8 @@ class ModelEmbedder(Embedder):
     def close(self) -> None:
         if self.cutter is not None:
             self.cutter.stop()
+        if self.ahead is not None:
+            self.ahead.close()
         if self.ray_stream is not None:
             self.ray_stream.close()
 

@@ -11,6 +11,8 @@ repeated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # Room for the title prefix of what the bi-encoder reads: at most 32 tokens, and at most an
 # eighth of what the model reads, so that the passage always fits.
 MAX_TITLE_TOKENS = 32
@@ -44,4 +46,11 @@ def bi_encoder_input(title: str, passage: str, model, embed_titles: bool) -> str
     """What the bi-encoder reads for a passage of a document titled `title`: the one rule for
     the build, a repair's re-embedding and the app's relevance labels (`embed_titles` is the
     index's setting)."""
-    return passage_text(embedded_title(title, model) if embed_titles else "", passage)
+    return bi_encoder_inputs(title, [passage], model, embed_titles)[0]
+
+
+def bi_encoder_inputs(title: str, passages: Sequence[str], model, embed_titles: bool) -> list[str]:
+    """`bi_encoder_input` for each of one document's passages, its title tokenized once (one
+    tokenizer call per passage cost a build about 2 s per 40,000 passages)."""
+    prefix = embedded_title(title, model) if embed_titles and passages else ""
+    return [passage_text(prefix, passage) for passage in passages]

@@ -168,3 +168,19 @@ def test_index_without_bm25_searches_dense_and_says_so(tiny_index, caplog, monke
     for mode in ("bm25", "hybrid"):
         with pytest.raises(IndexUnreadableError, match=rf"mode '{mode}' cannot run.*repair --index {tiny_index}"):
             searcher.search("bread", mode=mode)
+
+
+@pytest.mark.parametrize("which", ["tiny", "default"])
+def test_token_counts_in_one_batch_equal_the_tokenizer_per_text(which, tiny_model, default_model):
+    from indexer.embedding import load_bi_encoder
+    from search.retrieve import token_counts, unreadable_counts
+
+    model = load_bi_encoder(tiny_model) if which == "tiny" else default_model
+    texts = ["", "a cat", "🐧🐧🐧", "a 🐧 sat on the mat", "漢字 and words", " ".join(["long"] * 300)]
+    expected = []
+    for text in texts:
+        ids = model.tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        expected.append((len(ids), ids.count(model.tokenizer.unk_token_id)))
+    assert token_counts(texts, model) == expected
+    assert expected[-1][0] > model.max_seq_length  # the long one is counted whole, not truncated
+    assert [unreadable_counts(c, model) for c in expected] == [False, False, True, False, False, False]
