@@ -535,6 +535,8 @@ def tables(out: Path) -> list[tuple[str, str, str]]:
             "`encode()` embeds the indexer's own passage texts, same model and batch size, right after, and "
             "`encode_texts` (the tokenizer two batches ahead of the model, `indexer/pipelined_encoding.py`) the same "
             "texts after that.")
+        if encode.get("note"):
+            body += f" {encode['note']}"
         made.append(("bench_gpu-encode", f"Indexing on the GPU ({gpu})", body))
     pairs = load("allpairs")
     if pairs and pairs.get("runs"):
@@ -565,6 +567,8 @@ def tables(out: Path) -> list[tuple[str, str, str]]:
                  f"{pre['batch']} x {pre['max_length']} tokens from the Wikipedia head, the same examples, masks and "
                  f"schedule for both; MFU counts {flops / 1e6:.0f} MFLOPs per token (3x the forward pass: layers, "
                  f"attention, the MLM head over the 15% masked positions). Ours / plain: {speed:.2f}x.")
+        if pre.get("note"):
+            body += f" {pre['note']}"
         made.append(("bench_gpu-pretrain", f"Pretraining throughput on the GPU ({gpu})", body))
     return made
 

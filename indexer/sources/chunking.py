@@ -11,6 +11,8 @@ held about 1.6 GB of token objects at once (see `split_into_passages`).
 
 from __future__ import annotations
 
+import copy
+import weakref
 from collections.abc import Iterator, Sequence
 
 from indexer.sources.documents import PassageSpan
@@ -49,20 +51,41 @@ def _window_end(text: str, start: int, window_chars: int) -> int:
     return cut if cut > start else end
 
 
+# A copy of each tokenizer's Rust tokenizer with truncation and padding off, which nothing changes
+# afterwards, so that threads may share it (`_tokens`).
+_BARE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _tokens(tokenizer, text: str) -> tuple[list[tuple[int, int]], list[int | None]]:
+    """(offsets, word ids) of `text`'s tokens, no special tokens, untruncated.
+
+    A fast tokenizer's Rust tokenizer is called directly: through transformers' wrapper, which
+    builds a BatchEncoding and sets the Rust tokenizer's truncation and padding on every call,
+    cutting a GPU build's passages took more Python time than everything else in the build
+    together (a profile on an H100 machine, BENCHMARKS.md bench_gpu-encode), and the wrapper's
+    per-call settings made one tokenizer unsafe to share between threads.
+    """
+    bare = _BARE.get(tokenizer) if hasattr(tokenizer, "backend_tokenizer") else None
+    if bare is None and hasattr(tokenizer, "backend_tokenizer"):
+        bare = copy.deepcopy(tokenizer.backend_tokenizer)
+        bare.no_truncation()
+        bare.no_padding()
+        _BARE[tokenizer] = bare
+    if bare is not None:
+        encoding = bare.encode(text, add_special_tokens=False)
+        return encoding.offsets, encoding.word_ids
+    out = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False)
+    return out["offset_mapping"], out.word_ids()
+
+
 def _token_windows(text: str, tokenizer, window_chars: int) -> Iterator[TokenWindow]:
     start = 0
     window_no = 0
     while start < len(text):
         end = _window_end(text, start, window_chars)
-        encoding = tokenizer(
-            text[start:end],
-            add_special_tokens=False,
-            return_offsets_mapping=True,
-            truncation=False,
-            verbose=False,
-        )
-        offsets = [(s + start, e + start) for s, e in encoding["offset_mapping"]]
-        words = [None if w is None else (window_no, w) for w in encoding.word_ids()]
+        token_offsets, word_ids = _tokens(tokenizer, text[start:end])
+        offsets = [(s + start, e + start) for s, e in token_offsets]
+        words = [None if w is None else (window_no, w) for w in word_ids]
         yield offsets, words, 0 < start < len(text) and not text[start - 1].isspace() and not text[start].isspace()
         start, window_no = end, window_no + 1
 

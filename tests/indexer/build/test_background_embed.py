@@ -38,7 +38,7 @@ def _vectors(index_dir):
 def test_a_build_that_embeds_ahead_stores_what_the_loop_stores(tmp_path, tiny_model, monkeypatch):
     source = write_corpus(tmp_path / "src", DOCS)
     plain = build_index(config(source, tmp_path / "plain", tiny_model, commit_passages=7))
-    monkeypatch.setattr(build_module, "EMBED_AHEAD_DEVICES", frozenset({"cpu"}))
+    monkeypatch.setattr(build_module, "EMBED_AHEAD_DEVICES", frozenset({"cpu", "cuda"}))
     monkeypatch.setattr(ahead_module, "BLOCK_PASSAGES", 5)  # blocks that straddle the commits
     monkeypatch.setattr(ahead_module, "AHEAD_BLOCKS", 2)
     made: list[BackgroundStream] = []

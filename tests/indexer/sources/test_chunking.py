@@ -170,3 +170,38 @@ def test_sections_are_cut_at_their_headings_and_short_ones_join_the_next(tokeniz
     assert all(s.end_char <= cut or s.start_char >= cut for s in spans)  # none straddles a section
     assert [s.ordinal for s in spans] == list(range(len(spans)))
     assert split_into_sections(body, [], tokenizer, 40, 8) == split_into_passages(body, tokenizer, 40, 8)
+
+
+class _WrapperOnly:
+    """The tokenizer reached only through transformers' call (no `backend_tokenizer`)."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    def __call__(self, *args, **kwargs):
+        return self.tokenizer(*args, **kwargs)
+
+
+def test_the_rust_tokenizer_cuts_as_the_transformers_call_does_on_real_long_files(tokenizer):
+    from pathlib import Path
+
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(Path("/usr/share/common-licenses").iterdir())
+             if p.is_file()]
+    texts += ["naïve café 漢字 🙂 " * 50, "x" * 3000 + " tail words here", ""]
+    assert hasattr(tokenizer, "backend_tokenizer") and sum(map(len, texts)) > 100_000
+    wrapped = _WrapperOnly(tokenizer)
+    for text in texts:
+        for window in (100_000, 500):
+            assert split_into_passages(text, tokenizer, 60, 12, window_chars=window, min_tail_tokens=15) == \
+                split_into_passages(text, wrapped, 60, 12, window_chars=window, min_tail_tokens=15)
+
+
+def test_a_tokenizer_with_truncation_left_on_still_cuts_whole_texts(tokenizer):
+    """The Rust tokenizer is a private copy with truncation off: settings transformers leaves on
+    the model's own tokenizer after a call do not reach the cutting."""
+    tokenizer.backend_tokenizer.enable_truncation(8)
+    try:
+        spans = split_into_passages("word " * 400, tokenizer, 50, 0)
+    finally:
+        tokenizer.backend_tokenizer.no_truncation()
+    assert spans[-1].end_char == len("word " * 400) - 1 and len(spans) == 8
