@@ -348,7 +348,10 @@ def stage_encode(payload: Path, out: Path) -> dict:
         indexer_s = time.perf_counter() - start
         result["runs"].append({"batch": batch, "ahead": ahead, "passages": report.passages_embedded,
                                "commits": report.commits, "indexer_s": indexer_s,
-                               "indexer_pps": report.passages_embedded / indexer_s})
+                               "indexer_pps": report.passages_embedded / indexer_s,
+                               # the build's own split: embed_seconds is its wait for vectors
+                               "phases": {k: getattr(report, k) for k in ("read_seconds", "model_seconds",
+                                                                          "embed_seconds", "bm25_seconds")}})
         if texts is None:
             texts = embed_inputs(index_dir, model)
         shutil.rmtree(index_dir, ignore_errors=True)

@@ -1,5 +1,5 @@
 """HTTP API over the `Searcher`: `python -m search.api --index DIR [--host 127.0.0.1] [--port 8000]
-[--workers 1] [--rerank-model PATH | --rerank | --no-rerank]`.
+[--workers 1 | --ray local|ADDRESS --replicas R] [--rerank-model PATH | --rerank | --no-rerank]`.
 
 Every search goes through `Searcher.search_detailed`, as the CLI, the app and the
 evaluation do, so the service answers exactly what they answer. The service is
@@ -444,7 +444,7 @@ def app_from_env() -> FastAPI:
     return create_app(ApiConfig.from_json(text))
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m search.api", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group(required=True)
@@ -483,7 +483,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--insecure-no-auth", action="store_true",
                         help="serve a non-loopback --host without API keys (anyone who reaches it may search)")
     parser.add_argument("--log-level", default="info")
-    args = parser.parse_args(argv)
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="serve on Ray Serve instead of uvicorn (search/api_ray.py): 'local' starts a Ray "
+                        "here, else a running cluster's address (ray://HOST:10001, or auto)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="with --ray: copies of the service over the same index (default 1)")
+    parser.add_argument("--replica-cpus", type=float, default=1.0,
+                        help="with --ray: CPUs each replica reserves on its node (default 1)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     settings.quiet_library_logs()
     import uvicorn
@@ -505,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if keys is not None:
             ApiKeys.load(keys)  # refuse a bad keys file here, once, before any worker starts
+        if args.ray is not None:
+            return _serve_on_ray(config, args)
         if args.workers == 1:
             app: FastAPI | str = create_app(config)
         else:
@@ -523,6 +536,17 @@ def main(argv: list[str] | None = None) -> int:
                     log_level=args.log_level.lower(), timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
                     h11_max_incomplete_event_size=MAX_HTTP_HEAD_BYTES)
     return 0
+
+
+def _serve_on_ray(config: ApiConfig, args: argparse.Namespace) -> int:
+    from search.api_ray import RayServeConfig, serve_until_interrupted
+
+    if args.workers != 1:
+        raise ValueError("--workers is uvicorn's processes on this machine; with --ray give --replicas instead.")
+    resolve_reranker(config.rerank, reranker_setting(config))  # refuse a bad setting once, here
+    ray_config = RayServeConfig(address=args.ray, replicas=args.replicas, replica_cpus=args.replica_cpus,
+                                host=args.host, port=args.port)
+    return serve_until_interrupted(config, ray_config, create_app)
 
 
 if __name__ == "__main__":

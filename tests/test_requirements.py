@@ -13,7 +13,7 @@ DEV_IMPORTS = {"ray", "pytest", "hypothesis", "websockets", "httpx", "schemathes
                "docx2txt", "ruff", "mypy", "mkdocs", "material"}
 PRODUCT = ("indexer", "search", "training", "ui", "data", "app.py")
 # Imported only inside the function that needs it, with an error naming requirements-dev.txt.
-OPTIONAL = {("indexer/build/ray_embed.py", "ray")}
+OPTIONAL = {("indexer/build/ray_embed.py", "ray"), ("search/api_ray.py", "ray")}
 
 
 def pins(name: str) -> dict[str, str]:
@@ -35,7 +35,7 @@ def test_every_direct_dependency_is_pinned_and_gpu_file_only_swaps_faiss():
         k: v for k, v in gpu.items() if not k.startswith("faiss-gpu")
     }
     assert not set(cpu) & set(dev), "a package pinned in both files can drift apart"
-    assert {"ray[data]", "pytest", "schemathesis", "mkdocs"} <= set(dev)
+    assert {"ray[data,serve]", "pytest", "schemathesis", "mkdocs"} <= set(dev)
 
 
 def _imports(path) -> set[tuple[str, bool]]:

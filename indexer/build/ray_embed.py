@@ -90,7 +90,7 @@ def connect(address: str) -> bool:
         import ray
     except ImportError as err:
         raise ImportError("--ray needs the ray package, which `make run` does not install: "
-                          "pip install -r requirements-dev.txt (it pins ray[data]), or make install-dev.") from err
+                          "pip install -r requirements-dev.txt (it pins ray[data,serve]), or make install-dev.") from err
     if ray.is_initialized():
         return False
     if address == "local":

@@ -72,7 +72,9 @@ def _tokens(tokenizer, text: str) -> tuple[list[tuple[int, int]], list[int | Non
         bare.no_padding()
         _BARE[tokenizer] = bare
     if bare is not None:
-        encoding = bare.encode(text, add_special_tokens=False)
+        # encode_batch, not encode: the batch call lets go of the interpreter lock while it runs,
+        # so the threads that cut passages (`indexer.build.pipeline`) tokenize at once.
+        encoding = bare.encode_batch([text], add_special_tokens=False)[0]
         return encoding.offsets, encoding.word_ids
     out = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False)
     return out["offset_mapping"], out.word_ids()
