@@ -51,13 +51,22 @@ def server(index_dir: Path, log_dir: Path, extra: Sequence[str], name: str) -> I
             cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)
         base = f"http://{HOST}:{port}"
         try:
-            wait_ready(process, log_path, lambda: httpx.get(f"{base}/health", timeout=5).json()["index"] == "ready",
-                       timeout_s=RAY_START_S)
+            wait_ready(process, log_path, lambda: _ready(base), timeout_s=RAY_START_S)
             for _ in range(8):  # each replica warms up (Ray Serve spreads these over them)
                 httpx.post(f"{base}/search", json={"q": "protein folding", "k": 10}, timeout=120)
             yield base
         finally:
             stop(process)
+
+
+def _ready(base: str) -> bool:
+    """Whether the server at `base` answers /health with its index ready (a proxy still starting
+    may answer something else first)."""
+    response = httpx.get(f"{base}/health", timeout=5)
+    try:
+        return response.status_code == 200 and response.json().get("index") == "ready"
+    except ValueError:
+        return False
 
 
 def replica_rss_mb() -> list[float]:

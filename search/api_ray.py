@@ -26,6 +26,11 @@ from search.api_service import ApiConfig
 logger = logging.getLogger(__name__)
 
 APP_NAME = "semsearch"
+# Requests Ray Serve hands one replica at once. Its default, 5, made the proxy hold the rest and
+# retry with backoff: at 16 clients one replica answered 24 requests/s at p50 767 ms, against 116
+# at 137 ms for a plain process (BENCHMARKS.md, bench_distributed_search, first run). The app
+# queues its own searches (`search_threads` at a time) without holding a thread, as under uvicorn.
+MAX_ONGOING_REQUESTS = 256
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class RayServeConfig:
     address: str = "local"
     replicas: int = 1
     replica_cpus: float = 1.0
+    max_ongoing_requests: int = MAX_ONGOING_REQUESTS
     host: str = "127.0.0.1"
     port: int = 8000
 
@@ -72,6 +78,7 @@ def application(config: ApiConfig, ray_config: RayServeConfig, make_app: Callabl
 
     ingress = serve.ingress(build)(SemsearchApi)
     deployment = serve.deployment(name=APP_NAME, num_replicas=ray_config.replicas,
+                                  max_ongoing_requests=ray_config.max_ongoing_requests,
                                   ray_actor_options={"num_cpus": ray_config.replica_cpus})(ingress)
     return deployment.bind()
 
