@@ -215,3 +215,37 @@ def test_format_problems_say_how_to_write_the_file(tmp_path):
         load_vectors(tmp_path / "v.npz", DIM, model="m")
     with pytest.raises(FileNotFoundError, match="Embeddings file .*gone.npz not found"):
         load_vectors(tmp_path / "gone.npz", DIM, model="m")
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_a_npy_matrix_is_read_in_blocks_with_file_reads_not_a_memory_map(tmp_path, monkeypatch, order, dtype):
+    """A C-order .npy is read with plain reads (`FileRows`), block by block, and gives exactly what
+    the memory map gave; a Fortran-order one still goes through the map."""
+    monkeypatch.setattr(vector_input, "BLOCK_ROWS", 3)  # blocks that end mid-file
+    seen: list[type] = []
+    real_matrix = vector_input._matrix
+
+    def spy(path, ids, matrix, *args):
+        seen.append(type(matrix))
+        return real_matrix(path, ids, matrix, *args)
+
+    monkeypatch.setattr(vector_input, "_matrix", spy)
+    rows = unit_rows(11).astype(dtype)
+    path = tmp_path / "v.npy"
+    np.save(path, np.asfortranarray(rows) if order == "F" else rows)
+    path.with_name("v.ids.txt").write_text("".join(f"id{i}\n" for i in range(11)))
+    kind, count, blocks = vector_input._npy(path, DIM, "m")
+    got = list(blocks)
+    assert count == 11 and [len(b.ids) for b in got] == [3, 3, 3, 2]
+    np.testing.assert_array_equal(np.concatenate([b.vectors for b in got]), rows.astype(np.float32))
+    table = load_vectors(path, DIM, model="m", normalize=True)
+    np.testing.assert_allclose(np.asarray(table.take(["id4", "id0"])), unit_rows(11)[[4, 0]], atol=2e-3)
+    assert seen == [vector_input.FileRows if order == "C" else np.memmap] * 2
+
+
+def test_a_truncated_npy_is_refused_with_its_name(tmp_path):
+    path = write_vectors(tmp_path / "v.npy", IDS, unit_rows(5))
+    path.write_bytes(path.read_bytes()[:-DIM * 4])  # the last row cut off
+    with pytest.raises(BadInputError, match=r"v\.npy"):
+        load_vectors(path, DIM, model="m")
