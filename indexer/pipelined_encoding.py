@@ -118,6 +118,7 @@ class PipelinedEncoder:
         each run of about `flush_every` texts (rounded up to whole batches)."""
         import torch
 
+        self.model.eval()  # as encode() does: no dropout, whatever a training run left set
         device = self.model.device
         batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
         pending: list[torch.Tensor] = []

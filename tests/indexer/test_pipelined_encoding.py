@@ -72,3 +72,10 @@ def test_models_it_cannot_run_go_through_encode(tiny_model):
         assert PipelinedEncoder.of(refused) is None
         np.testing.assert_allclose(encode_texts(refused, TEXTS[1:4]), _reference(refused, TEXTS[1:4]), atol=1e-5)
     assert PipelinedEncoder.of(object()) is None
+
+
+def test_a_model_left_in_training_mode_encodes_without_dropout(model):
+    expected = _reference(model, TEXTS)
+    model.train()
+    np.testing.assert_allclose(encode_texts(model, TEXTS), expected, atol=1e-5)
+    assert not model.training
