@@ -39,12 +39,11 @@ logger = logging.getLogger(__name__)
 # first. Each window after the first commits at least once, and such a commit merges. Merges
 # once re-tokenized every stored text for BM25 (1M synthetic documents in two windows of 500k:
 # 583 s at 11.8 GB against 428 s at 16.4 GB in one); they now rescore the base from its term
-# counts, and the same 1M with vectors given, default index type, measured on 2 cores: four
-# windows of 250k, 559 s at 3.46 GB peak RSS; one window, 498 s at 3.78 GB. A window still
-# costs a merge and moves a build's progress total (each window is counted as it is read), so
-# it stays as large as a 24 GB machine builds in one piece; only larger sources are read in
-# several.
-WINDOW_DOCUMENTS = 1_000_000
+# counts. The window's documents (their text, about 1 KB each) are the largest thing a build
+# holds: the same 1M passages with vectors given, default index type, on 2 cores, peaked at
+# 2.8 GB RSS in four windows of 250k against 4.0 GB in one, in about the same time (313 s
+# against 343 s; `bench/bench_ingest_memory.py`, BENCHMARKS.md), so a window is 250k documents.
+WINDOW_DOCUMENTS = 250_000
 WINDOW_CHARS = 2**30
 # How many skipped inputs (or kept documents) a message names.
 MAX_ISSUES_SHOWN = 5
