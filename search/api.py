@@ -532,9 +532,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="semsearch-metrics-") as shared:
         if args.workers > 1:  # the workers' counters, summed by every scrape (search.api_metrics)
             os.environ[MULTIPROC_ENV] = shared
+        # h11, named: uvicorn takes httptools when it is installed (Ray Serve brings it), which
+        # ignores the head-size limit below and refuses a long URL with its own plain-text 400
+        # instead of the app's JSON 414 (tests/search/test_api_server.py).
         uvicorn.run(app, host=args.host, port=args.port, workers=args.workers, factory=isinstance(app, str),
                     log_level=args.log_level.lower(), timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
-                    h11_max_incomplete_event_size=MAX_HTTP_HEAD_BYTES)
+                    http="h11", h11_max_incomplete_event_size=MAX_HTTP_HEAD_BYTES)
     return 0
 
 
