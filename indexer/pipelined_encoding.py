@@ -22,6 +22,7 @@ Any other model (ONNX/OpenVINO backends, prompts, lower-casing, other modules) g
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from indexer.rust_tokenizer import bare_tokenizer
 
 _PLAIN_MODULES = frozenset({"Pooling", "Normalize"})
 PREFETCH = 2  # batches tokenized ahead of the one the model runs
@@ -79,12 +82,9 @@ class PipelinedEncoder:
                 model.prompts.values()):
             return None
         hf_tokenizer = getattr(first, "tokenizer", None)
-        backend = getattr(hf_tokenizer, "backend_tokenizer", None)
-        if backend is None or hf_tokenizer.pad_token_id is None:
+        counter = bare_tokenizer(hf_tokenizer)  # a copy: the model's own tokenizer is left as it was
+        if counter is None or hf_tokenizer.pad_token_id is None:
             return None
-        counter = copy.deepcopy(backend)  # the model's own tokenizer is left as it was
-        counter.no_truncation()
-        counter.no_padding()
         tokenizer = copy.deepcopy(counter)
         max_length = first.max_seq_length
         if max_length:
@@ -123,8 +123,14 @@ class PipelinedEncoder:
         batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
         pending: list[torch.Tensor] = []
         start = done = 0
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize") as pool, torch.inference_mode():
-            for arrays in _ahead(pool, self.tokenize, batches):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.inference_mode())
+            if len(batches) == 1:  # a query: nothing to overlap, no thread to start
+                tokenized: Iterator[dict[str, np.ndarray]] = iter([self.tokenize(batches[0])])
+            else:
+                pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize"))
+                tokenized = _ahead(pool, self.tokenize, batches)
+            for arrays in tokenized:
                 features = {name: torch.from_numpy(array).to(device, non_blocking=True)
                             for name, array in arrays.items()}
                 vectors = self.model.forward(features)["sentence_embedding"].float()

@@ -11,10 +11,9 @@ held about 1.6 GB of token objects at once (see `split_into_passages`).
 
 from __future__ import annotations
 
-import copy
-import weakref
 from collections.abc import Iterator, Sequence
 
+from indexer.rust_tokenizer import bare_tokenizer
 from indexer.sources.documents import PassageSpan
 
 # About 25,000 tokens of English per window: a few MB of token objects.
@@ -51,26 +50,15 @@ def _window_end(text: str, start: int, window_chars: int) -> int:
     return cut if cut > start else end
 
 
-# A copy of each tokenizer's Rust tokenizer with truncation and padding off, which nothing changes
-# afterwards, so that threads may share it (`_tokens`).
-_BARE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _tokens(tokenizer, text: str) -> tuple[list[tuple[int, int]], list[int | None]]:
     """(offsets, word ids) of `text`'s tokens, no special tokens, untruncated.
 
-    A fast tokenizer's Rust tokenizer is called directly: through transformers' wrapper, which
-    builds a BatchEncoding and sets the Rust tokenizer's truncation and padding on every call,
-    cutting a GPU build's passages took more Python time than everything else in the build
-    together (a profile on an H100 machine, BENCHMARKS.md bench_gpu-encode), and the wrapper's
-    per-call settings made one tokenizer unsafe to share between threads.
+    A fast tokenizer's Rust tokenizer is called directly (`bare_tokenizer`): transformers' wrapper,
+    which builds a BatchEncoding and sets the Rust tokenizer's truncation and padding on every
+    call, led the profile of a GPU build (BENCHMARKS.md, bench_gpu-encode), and its per-call
+    settings made one tokenizer unsafe to share between threads.
     """
-    bare = _BARE.get(tokenizer) if hasattr(tokenizer, "backend_tokenizer") else None
-    if bare is None and hasattr(tokenizer, "backend_tokenizer"):
-        bare = copy.deepcopy(tokenizer.backend_tokenizer)
-        bare.no_truncation()
-        bare.no_padding()
-        _BARE[tokenizer] = bare
+    bare = bare_tokenizer(tokenizer)
     if bare is not None:
         # encode_batch, not encode: the batch call lets go of the interpreter lock while it runs,
         # so the threads that cut passages (`indexer.build.pipeline`) tokenize at once.
