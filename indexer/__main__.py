@@ -1,5 +1,6 @@
 """CLI: `python -m indexer build --source PATH --index DIR [--model PATH] [--db URL] [--rebuild] [--strict]
 [--ray local|ADDRESS] [--vector-index auto|flat|ivf|hnsw|ivfpq ...] [--embeddings FILE]`
+`python -m indexer shard --index DIR --shards N` (splits an index for `search.api --shards N`, no source needed)
 and `python -m indexer repair --index DIR [--reembed]` (rebuilds damaged vectors or BM25 from the SQL rows,
 restores altered passage text, rewrites a lost index.json; exit status 1 when some text is lost)."""
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from indexer.build.config import IndexConfig
 from indexer.build.pipeline import build_index
 from indexer.build.repair import repair_index
+from indexer.build.reshard import reshard_index
 from indexer.encoding import ENCODINGS
 from indexer.errors import IndexerError
 from indexer.index import Index
@@ -65,11 +67,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ann.add_argument("--pq-m", type=int, default=None, help="IVF-PQ bytes per vector (default dim/8)")
     ann.add_argument("--target-recall", type=float, default=None,
                      help="recall@10 against exact search that nprobe/efSearch must reach (default 0.95)")
+    build.add_argument("--shards", type=int, default=None,
+                       help="split the vectors and BM25 into N shards by passage id, for "
+                            "`python -m search.api --ray ADDRESS --shards N` (default: the index's own, else none)")
     build.add_argument("--embeddings", type=Path, default=None,
                        help="vectors computed elsewhere (.parquet, .npy/.npz, .jsonl; one per document): "
                             "nothing is embedded; --model declares the model that made them")
     build.add_argument("--normalize-embeddings", action="store_true",
                        help="scale --embeddings vectors to unit length instead of refusing them")
+    shard = sub.add_parser("shard", help="split an index into N shards by passage id for a sharded service "
+                           "(0: drop them); nothing is re-embedded, no source needed")
+    shard.add_argument("--index", type=Path, required=True, help="index folder")
+    shard.add_argument("--shards", type=int, required=True, help="how many shards (0: none)")
+    shard.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
     stats = sub.add_parser("stats", help="what an index holds: counts, model, vector index and its recall")
     stats.add_argument("--index", type=Path, required=True, help="index folder")
     stats.add_argument("--db", default=None, help="SQLAlchemy URL, when the rows live elsewhere")
@@ -106,6 +116,7 @@ def config_from_args(args: argparse.Namespace) -> IndexConfig:
         max_document_chars=args.max_document_chars,
         ray=args.ray,
         vector_index=vector_index_from_args(args),
+        shards=args.shards,
         embeddings=args.embeddings,
         normalize_embeddings=args.normalize_embeddings,
     )
@@ -146,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "stats":
             print(stats_text(args.index, args.db, args.json))
+            return 0
+        if args.command == "shard":
+            result = reshard_index(args.index, args.shards, args.db)
+            print(f"{args.index}: {'split into ' + str(args.shards) + ' shards' if args.shards else 'unsharded'} "
+                  f"(build {result.build_id}, {result.passages:,} passages)")
             return 0
         if args.command == "repair":
             report = repair_index(args.index, args.db, reembed=args.reembed, show_progress=not args.quiet)

@@ -44,3 +44,17 @@ class IndexNotFoundError(IndexerError, SearchError, FileNotFoundError):
 
 class IndexUnreadableError(IndexerError, SearchError, RuntimeError):
     """The index exists but a part it needs is missing or damaged; the message gives the repair."""
+
+
+class ShardUnavailableError(SearchError, RuntimeError):
+    """A shard of a sharded index did not answer (its process died or timed out): a search fails
+    rather than answer from the other shards silently, unless the caller allowed partial results."""
+
+    def __init__(self, shards: list[int], count: int, reason: str) -> None:
+        self.shards, self.count = shards, count
+        named = ", ".join(str(s) for s in shards)
+        super().__init__(
+            f"Shard{'s' if len(shards) > 1 else ''} {named} of {count} did not answer ({reason}), so this "
+            "search cannot see every passage. The service restarts a shard that died: retry in a few "
+            "seconds, or ask with allow_partial=true for the other shards' results (the response then "
+            "lists the missing shards).")

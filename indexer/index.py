@@ -55,6 +55,7 @@ from indexer.store.records import (
     IndexSnapshot,
     IndexStats,
     PassageRecord,
+    SnapshotLoader,
     build_command,
     repair_command,
 )
@@ -113,9 +114,11 @@ class Index:
     """An index folder: open it to search, or `create` it and `build()` into it."""
 
     def __init__(
-        self, index_dir: Path, db_url: str, manifest: Manifest | None, use_gpu: bool = True
+        self, index_dir: Path, db_url: str, manifest: Manifest | None, use_gpu: bool = True,
+        files: SnapshotLoader | None = None,
     ) -> None:
         self.index_dir = index_dir
+        self._files = files
         self.layout = IndexLayout(index_dir)
         self.db_url = db_url
         self.manifest = manifest
@@ -151,8 +154,12 @@ class Index:
         return sql_store.default_db_url(index_dir)
 
     @classmethod
-    def open(cls, index_dir: Path | str | os.PathLike[str], db_url: str | None = None, use_gpu: bool = True) -> Index:
-        """An index with a committed build; IndexNotFoundError when there is none yet."""
+    def open(cls, index_dir: Path | str | os.PathLike[str], db_url: str | None = None, use_gpu: bool = True,
+             files: SnapshotLoader | None = None) -> Index:
+        """An index with a committed build; IndexNotFoundError when there is none yet.
+
+        `files` loads a build's vectors and BM25 in place of reading its files here: a sharded
+        service's router gets them from its shards (`indexer.store.shards.sharded_files`)."""
         index_dir = Path(index_dir)
         _check_folder(index_dir)
         if not index_dir.is_dir():
@@ -169,7 +176,7 @@ class Index:
                 "holds the passages' text. Build it again from your source: "
                 f"{build_command(index_dir)} --rebuild"
             )
-        index = cls(index_dir, resolved, manifest, use_gpu)
+        index = cls(index_dir, resolved, manifest, use_gpu, files)
         try:
             index._load(required=True)
         except BaseException:
@@ -335,6 +342,8 @@ class Index:
     def _load_snapshot(self, info: IndexInfo) -> IndexSnapshot:
         """The build's files, verified. Damaged vectors raise; a damaged or missing BM25 part
         loads as None with the reason, so searches go on in dense mode and say why."""
+        if self._files is not None:
+            return self._files(self.index_dir, info)
         vectors = verified_vectors(self.index_dir, info, self.use_gpu)
         try:
             return IndexSnapshot(info.build_id, info, vectors, verified_bm25(self.index_dir, info))

@@ -5,9 +5,10 @@
     vectors-<build>.faiss the base's vectors, or a delta segment's (a new file per build)
     bm25-<build>/         the base's BM25 index, or a delta segment's (a new folder per build)
     deleted-<build>.npy   ids deleted since the base that its segments still hold (indexer.store.segments)
+    shards-<build>/       a segment split into shards by passage id, when the index is sharded (indexer.store.shards)
     uploads/              files added through the app
     .lock                 held (flock) by the build writing the folder
-    .vectors-*.tmp, .bm25-*.tmp, .deleted-*.tmp   partial writes, removed by the next build
+    .vectors-*.tmp, .bm25-*.tmp, .deleted-*.tmp, .shards-*.tmp   partial writes, removed by the next build
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ VECTOR_SUFFIX = ".faiss"
 BM25_PREFIX = "bm25-"
 DELETED_PREFIX = "deleted-"
 DELETED_SUFFIX = ".npy"
+SHARDS_PREFIX = "shards-"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class IndexLayout:
             f".{VECTOR_PREFIX}*.tmp",
             f".{BM25_PREFIX}*.tmp",
             f".{DELETED_PREFIX}*.tmp",
+            f"{SHARDS_PREFIX}*",
+            f".{SHARDS_PREFIX}*.tmp",
         )
         found = {path for pattern in patterns for path in self.root.glob(pattern)}
         return sorted(path for path in found if path.name not in keep)

@@ -1,5 +1,5 @@
 """HTTP API over the `Searcher`: `python -m search.api --index DIR [--host 127.0.0.1] [--port 8000]
-[--workers 1 | --ray local|ADDRESS --replicas R] [--rerank-model PATH | --rerank | --no-rerank]`.
+[--workers 1 | --ray local|ADDRESS --replicas R [--shards N]] [--rerank-model PATH | --rerank | --no-rerank]`.
 
 Every search goes through `Searcher.search_detailed`, as the CLI, the app and the
 evaluation do, so the service answers exactly what they answer. The service is
@@ -41,6 +41,7 @@ from indexer import settings
 from indexer.build.collections import COLLECTION_NAME, COLLECTION_NAME_RULE, CollectionSettings
 from indexer.errors import IndexNotFoundError
 from indexer.layout import MANIFEST
+from indexer.store.records import SnapshotLoader
 from search.api_answers import (
     collection_out,
     create_collection,
@@ -241,7 +242,8 @@ def _new_app(collections: Collections, config: ApiConfig, keys: ApiKeys | None, 
     return app
 
 
-def _collections(config: ApiConfig, metrics: Callable[[], ApiMetrics], started: dict[str, Any]) -> Collections:
+def _collections(config: ApiConfig, metrics: Callable[[], ApiMetrics], started: dict[str, Any],
+                 files: SnapshotLoader | None = None) -> Collections:
     """The service's collections, each with its own Service; the reranker and the models shared."""
     choice = resolve_reranker(config.rerank, reranker_setting(config))
     loaded = None if config.open_in_background else choice.load()
@@ -251,7 +253,7 @@ def _collections(config: ApiConfig, metrics: Callable[[], ApiMetrics], started: 
     def make_service(folder: Path, settings: CollectionSettings) -> Service:
         own = dataclasses.replace(config, index_dir=folder, root=None, db_url=settings.db_url or config.db_url)
         service = Service(own, choice, loaded)
-        service.reranker_source, service.models = reranker_source, models
+        service.reranker_source, service.models, service.files = reranker_source, models, files
         service.searched = lambda result: metrics().observe_search(result)
         if "limiter" in started:  # made or found while the server runs
             service.limiter = started["limiter"]
@@ -271,13 +273,16 @@ def the_index(collections: Collections) -> Service:
     return single.service
 
 
-def create_app(config: ApiConfig) -> FastAPI:
+def create_app(config: ApiConfig, files: SnapshotLoader | None = None) -> FastAPI:
     """The FastAPI app over `config.index_dir` (or every collection under `config.root`); the
     reranker is loaded here, the indexes at startup. Each route only hands its request to the
-    function above that answers it."""
+    function above that answers it. `files`: where the index's vectors and BM25 come from when
+    not from its folder (a sharded service's router: `search.api_ray`)."""
+    if files is not None and config.root is not None:
+        raise ValueError("A sharded service serves one index (--index DIR), not a folder of collections (--root).")
     started: dict[str, Any] = {}
     holder: list[ApiMetrics] = []
-    collections = _collections(config, lambda: holder[0], started)
+    collections = _collections(config, lambda: holder[0], started, files)
     keys = ApiKeys.load(config.api_keys) if config.api_keys else None
     metrics = ApiMetrics(lambda: [figures_of(c.name, c.service) for c in collections.scan()])
     holder.append(metrics)
@@ -314,12 +319,13 @@ def _index_routes(app: FastAPI, collections: Collections, reader: list[Any], met
         fusion: FusionMethod | None = None,
         fusion_weight: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False)] = None,
         min_relevance: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False)] = None,
+        allow_partial: bool = False,
     ) -> SearchResponse:
         """The k best documents for `q`, each with its best passage; the same fields as POST."""
         refuse_unknown_parameters(http)
         return await search_with(the_index(collections), SearchRequest.model_construct(
             q=q, k=k, offset=offset, mode=mode, rerank=rerank, candidates=candidates, fusion=fusion,
-            fusion_weight=fusion_weight, min_relevance=min_relevance))
+            fusion_weight=fusion_weight, min_relevance=min_relevance, allow_partial=allow_partial))
 
     @app.post("/search", response_model=SearchResponse, dependencies=reader)
     async def search_post(request: SearchRequest) -> SearchResponse:
@@ -490,6 +496,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="with --ray: copies of the service over the same index (default 1)")
     parser.add_argument("--replica-cpus", type=float, default=1.0,
                         help="with --ray: CPUs each replica reserves on its node (default 1)")
+    parser.add_argument("--shards", type=int, default=0,
+                        help="with --ray: serve an index built with --shards N as N shard deployments behind a "
+                        "router, each holding 1/N of the vectors and BM25 (default: one index per replica)")
+    parser.add_argument("--shard-cpus", type=float, default=1.0,
+                        help="with --shards: CPUs each shard replica reserves on its node (default 1)")
+    parser.add_argument("--shard-timeout", type=float, default=30.0,
+                        help="with --shards: seconds the router waits for a shard before answering 503 (default 30)")
     return parser
 
 
@@ -518,6 +531,9 @@ def main(argv: list[str] | None = None) -> int:
             ApiKeys.load(keys)  # refuse a bad keys file here, once, before any worker starts
         if args.ray is not None:
             return _serve_on_ray(config, args)
+        if args.shards:
+            raise ValueError("--shards runs the shards as Ray Serve deployments: add --ray local (or a "
+                             "cluster's address).")
         if args.workers == 1:
             app: FastAPI | str = create_app(config)
         else:
@@ -548,7 +564,8 @@ def _serve_on_ray(config: ApiConfig, args: argparse.Namespace) -> int:
         raise ValueError("--workers is uvicorn's processes on this machine; with --ray give --replicas instead.")
     resolve_reranker(config.rerank, reranker_setting(config))  # refuse a bad setting once, here
     ray_config = RayServeConfig(address=args.ray, replicas=args.replicas, replica_cpus=args.replica_cpus,
-                                host=args.host, port=args.port)
+                                host=args.host, port=args.port, shards=args.shards, shard_cpus=args.shard_cpus,
+                                shard_timeout_s=args.shard_timeout)
     return serve_until_interrupted(config, ray_config, create_app)
 
 

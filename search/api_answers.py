@@ -15,8 +15,9 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 
 from indexer.build.collections import CollectionSettings
-from indexer.errors import IndexerError, IndexNotFoundError
+from indexer.errors import IndexerError, IndexNotFoundError, ShardUnavailableError
 from indexer.model_spec import ModelSpec
+from indexer.store.shards import partial_results
 from indexer.store.sql_store import shown_url
 from search.api_collection_models import (
     CollectionOut,
@@ -115,14 +116,28 @@ def params_of(request: SearchFields) -> SearchParams:
                         filter=request.filter, keep_tail=True, min_relevance=request.min_relevance)
 
 
-async def answer(service: Service, search: Callable[[Searcher, SearchParams], Any], request: SearchFields) -> Any:
+def _searched(search: Callable[[Searcher, SearchParams], Any], searcher: Searcher, params: SearchParams,
+              allow_partial: bool) -> tuple[Any, list[int]]:
+    """`search(searcher, params)`, and the shards left out of it (`allow_partial` lets a sharded
+    index answer without the shards that are down: `indexer.store.shards.partial_results`)."""
+    if not allow_partial:
+        return search(searcher, params), []
+    with partial_results() as missing:
+        return search(searcher, params), sorted(missing)
+
+
+async def answer(service: Service, search: Callable[[Searcher, SearchParams], Any],
+                 request: SearchFields) -> tuple[Any, list[int]]:
     """Run `search(searcher, params)` in a worker thread, turning what it raises into the API's
-    errors; what it returned, with fallback reasons redacted."""
+    errors; what it returned, and the shards missing from it (`allow_partial`)."""
     searcher = service.searcher()
     try:
         params = params_of(request)
         searcher.reranks(params)
-        found = await in_worker_thread(service, functools.partial(search, searcher, params))
+        found = await in_worker_thread(service, functools.partial(
+            _searched, search, searcher, params, request.allow_partial))
+    except ShardUnavailableError as err:  # the shard is restarted by Ray Serve: worth a retry
+        raise ApiError(503, "shard_unavailable", service.public(str(err)), {"Retry-After": "2"}) from err
     except NoRerankerError as err:
         raise ApiError(400, "no_reranker", (
             "rerank=true needs a reranker, and this server has none. Start it with "
@@ -143,16 +158,18 @@ def public_result(service: Service, result: SearchResult) -> SearchResult:
 
 
 async def search_with(service: Service, request: SearchRequest) -> SearchResponse:
-    result = await answer(service, lambda searcher, params: searcher.search_detailed(request.q, params), request)
+    result, missing = await answer(service, lambda searcher, params: searcher.search_detailed(request.q, params),
+                                   request)
     service.searched(result)
-    return search_response(request.q, request, public_result(service, result))
+    return search_response(request.q, request, public_result(service, result), missing)
 
 
 async def search_batch_with(service: Service, request: SearchBatchRequest) -> SearchBatchResponse:
-    results = await answer(service, lambda searcher, params: searcher.search_batch(request.queries, params), request)
+    results, missing = await answer(service, lambda searcher, params: searcher.search_batch(request.queries, params),
+                                    request)
     for result in results:
         service.searched(result)
-    return SearchBatchResponse(results=[search_response(query, request, public_result(service, result))
+    return SearchBatchResponse(results=[search_response(query, request, public_result(service, result), missing)
                                         for query, result in zip(request.queries, results, strict=True)])
 
 
@@ -167,13 +184,15 @@ def refuse_unknown_parameters(http: Request) -> None:
              else "Extra inputs are not permitted"} for name in unknown])
 
 
-def search_response(query: str, request: SearchFields, result: SearchResult) -> SearchResponse:
+def search_response(query: str, request: SearchFields, result: SearchResult,
+                    missing_shards: list[int] | None = None) -> SearchResponse:
     timings = result.timings
     terms = query_terms(query)
     return SearchResponse(
         query=query, k=request.k, offset=request.offset, mode=result.mode, fallback_reason=result.fallback_reason,
         relevance_note=result.relevance_note,
         reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
+        missing_shards=missing_shards or [],
         timings=TimingsOut(
             encode_ms=timings.encode_s * 1000, retrieve_ms=timings.retrieve_s * 1000,
             rerank_ms=timings.rerank_s * 1000, total_ms=timings.total_s * 1000,

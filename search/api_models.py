@@ -127,6 +127,10 @@ class SearchFields(BaseModel):
     filter: MetadataFilterJson | None = Field(
         None, description='keep only documents whose metadata matches, before ranking: {"tag": "billing", '
         '"year": {"$gte": 2025}}; k hits come back whenever k documents match (POST only)')
+    allow_partial: bool = Field(
+        False, description="on a sharded service (--shards N): when a shard does not answer, search the "
+        "shards that do and name the others in `missing_shards`; by default such a search is a 503 "
+        "naming the shard, never a silently partial answer")
 
 
 class SearchRequest(SearchFields):
@@ -237,6 +241,9 @@ class SearchResponse(BaseModel):
         "why hits carry no relevance, or which fitted curve stands in for the one asked"))
     reranked: int = Field(description="how many candidates the cross-encoder rescored; 0 when it did not run")
     build_id: str = Field(description="the committed build that answered")
+    missing_shards: list[int] = Field(default_factory=list, description=(
+        "shards of a sharded service that did not answer, whose passages these hits lack (only with "
+        "allow_partial=true); empty when every passage was searched"))
     timings: TimingsOut
     hits: list[HitOut]
 

@@ -21,6 +21,7 @@ import anyio.to_thread
 from indexer import settings
 from indexer.errors import IndexerError, IndexNotFoundError
 from indexer.model_spec import ModelSpec
+from indexer.store.records import SnapshotLoader
 from indexer.store.sql_store import shown_url
 from search.api_errors import (
     ApiError,
@@ -133,6 +134,9 @@ class Service:
         # Where the reranker comes from when it loads in the background: one load for every collection.
         self.reranker_source: Callable[[], Reranker | None] = choice.load
         self.models: SharedModels | None = None  # the service's models, shared by its collections
+        # Where the Searcher gets each build's vectors and BM25: None, the index's files; a sharded
+        # service's router, its shards (`indexer.store.shards.sharded_files`).
+        self.files: SnapshotLoader | None = None
 
     @classmethod
     def start(cls, config: ApiConfig) -> Service:
@@ -240,7 +244,7 @@ class Service:
         assert self.config.index_dir is not None, "each collection's Service has its folder"
         searcher = Searcher(self.config.index_dir, db_url=self.config.db_url, reranker=self.reranker,
                             rerank_by_default=self.choice.enabled and self.reranker is not None,
-                            model_loading="eager" if self.models is None else "lazy")
+                            model_loading="eager" if self.models is None else "lazy", files=self.files)
         if self.models is not None:
             try:
                 self.models.attach(searcher)

@@ -26,7 +26,7 @@ from indexer.embedding import (
 from indexer.index import Index, IndexStats
 from indexer.model_spec import ModelSpec
 from indexer.store.passage_subset import PassageSubset
-from indexer.store.records import IndexSnapshot, PassageRecord
+from indexer.store.records import IndexSnapshot, PassageRecord, SnapshotLoader
 from search.config import SearchConfig
 from search.document_ranking import rank_in_rounds
 from search.errors import ModelNotReadyError, NoRerankerError, StaleBuildWarning
@@ -130,6 +130,10 @@ class Searcher:
     `rerank_by_default` is whether a search that does not say reranks with `reranker`
     (default: whenever there is one). The app, the CLI, the API and the evaluation
     pass `resolve_reranker`'s decision.
+
+    `files` loads each build's vectors and BM25 instead of reading them from the folder: a
+    sharded service passes `indexer.store.shards.sharded_files(shards)`, and the searcher ranks,
+    fuses, groups and reads passages exactly as over one index.
     """
 
     def __init__(
@@ -141,6 +145,7 @@ class Searcher:
         reranker: Reranker | None = None,
         model_loading: str = "eager",
         rerank_by_default: bool | None = None,
+        files: SnapshotLoader | None = None,
     ) -> None:
         if rerank_by_default and reranker is None:
             raise ValueError("rerank_by_default=True needs a reranker; pass reranker=CrossEncoderReranker(PATH).")
@@ -150,7 +155,7 @@ class Searcher:
         # The relevance curves (`search.relevance`): the shipped ones; a program may set its own.
         self.calibration: Calibration | None = load_calibration()
         check_model_argument(model)
-        self.index = Index.open(index_dir, db_url=db_url)
+        self.index = Index.open(index_dir, db_url=db_url, files=files)
         self.index_dir = self.index.index_dir
         try:
             if is_loaded_bi_encoder(model):

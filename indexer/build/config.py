@@ -9,6 +9,7 @@ from indexer.encoding import check_encoding
 from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
 from indexer.store.ann import VectorIndexConfig
 from indexer.store.segments import SegmentPolicy
+from indexer.store.shards import check_shard_count
 
 # Tokens shared by consecutive passages of a new index, when the build does not say.
 DEFAULT_OVERLAP_TOKENS = 32
@@ -65,6 +66,10 @@ class IndexConfig:
     vector_index: VectorIndexConfig | None = None
     # When commits append delta segments and when they rebuild the base (`indexer.store.segments`).
     segments: SegmentPolicy = SegmentPolicy()
+    # Split every segment into this many shards by passage id, for a sharded service
+    # (`indexer.store.shards`, `python -m search.api --shards N`); None keeps the index's own
+    # count, 0 drops the shards.
+    shards: int | None = None
     # Vectors computed elsewhere (`indexer.build.ingest`): one per source document, nothing is embedded.
     embeddings: Path | None = None
     normalize_embeddings: bool = False
@@ -79,6 +84,10 @@ class IndexConfig:
             object.__setattr__(self, "segments", SegmentPolicy(**self.segments))
         if self.encoding is not None:
             check_encoding(self.encoding)
+        if self.shards:
+            check_shard_count(self.shards)
+        elif self.shards is not None and self.shards != 0:
+            raise ValueError(f"shards ({self.shards}) must be 0 (no shards) or more.")
         if self.embeddings is not None:
             object.__setattr__(self, "embeddings", Path(self.embeddings))
             if self.ray is not None:

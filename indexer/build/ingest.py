@@ -85,7 +85,7 @@ def ingest_embeddings(
             logger.info("scaled %d vectors of %s to unit length", table.rescaled, table.path)
         meta = BuildMeta(model=spec, dimension=dimension, passage_tokens=0, overlap_tokens=0,
                          embed_titles=False, started=started, vector_index=config.vector_index,
-                         segments=config.segments)
+                         segments=config.segments, shards=config.shards)
         spec.fingerprint()  # hashed here, not inside the first transaction
         if (config.rebuild or not IndexLayout(config.index_dir).manifest.is_file()) and documents.whole:
             _check_missing(documents.first, table, config.source)  # all are new: say so before mkdir

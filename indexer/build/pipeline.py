@@ -400,7 +400,8 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
     try:
         documents = read_source(config, report)
         report.read_seconds = time.perf_counter() - started
-        meta = BuildMeta(spec, 0, 0, 0, False, started, config.vector_index, config.segments)
+        meta = BuildMeta(spec, 0, 0, 0, False, started, config.vector_index, config.segments,
+                         shards=config.shards)
         if not config.rebuild and IndexLayout(config.index_dir).manifest.is_file():
             try:  # nothing to embed: commit without the model
                 return commit_in_chunks(config, report, started, documents, NoModelEmbedder(spec, config),
@@ -413,7 +414,7 @@ def build_index(config: IndexConfig, progress: ProgressCallback | None = None) -
         chunking = chunking_for(config, model, None)  # explicit settings checked before mkdir
         meta = BuildMeta(spec, embedding_dimension(model), chunking.passage_tokens,
                          chunking.overlap_tokens, chunking.embed_titles, started,
-                         config.vector_index, config.segments)
+                         config.vector_index, config.segments, shards=config.shards)
     except KeyboardInterrupt:
         raise interrupted_before_writing(config) from None
     return commit_in_chunks(config, report, started, documents, ModelEmbedder(spec, model, config), meta,

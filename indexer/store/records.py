@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from indexer.encoding import FP32
 from indexer.model_spec import ModelSpec
 from indexer.sources.outline import Location
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from indexer.store.passage_subset import PassageSubset
     from indexer.store.schema import IndexInfoRow
-    from indexer.store.segments import SegmentedBM25, SegmentedVectors
 
 
 @dataclass(frozen=True)
@@ -133,15 +136,41 @@ class DocumentRecord:
     passages: tuple[PassageRecord, ...]
 
 
+class BuildVectors(Protocol):
+    """A build's vectors as searches read them: its segments (`indexer.store.segments.
+    SegmentedVectors`), or, in a sharded service's router, its shards (`indexer.store.shards`)."""
+
+    deleted: np.ndarray  # the tombstones: ids the segments still hold that are deleted
+
+    @property
+    def ntotal(self) -> int: ...
+
+    def search(self, queries: np.ndarray, k: int, within: PassageSubset | None = None
+               ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class BuildLexical(Protocol):
+    """A build's BM25 as searches read it (segments, or shards)."""
+
+    @property
+    def ntotal(self) -> int: ...
+
+    def search(self, query: str, n: int, within: PassageSubset | None = None) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 @dataclass(frozen=True)
 class IndexSnapshot:
     """One committed build's vectors and BM25 index, loaded together and verified together."""
 
     build_id: str
     info: IndexInfo
-    vectors: SegmentedVectors
-    bm25: SegmentedBM25 | None
+    vectors: BuildVectors
+    bm25: BuildLexical | None
     bm25_problem: str | None = None  # why `bm25` is None in a build that has one: damaged or missing
+
+
+# Loads a committed build's vectors and BM25 for `Index.open(files=...)`: (index folder, info) in.
+SnapshotLoader = Callable[[Path, IndexInfo], IndexSnapshot]
 
 
 @dataclass(frozen=True)
@@ -160,6 +189,7 @@ class BuildMeta:
     segments: Any = None
     encoding: str = FP32  # how the vectors are computed (`indexer.encoding`), settled from the index's
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])  # one per build, all its chunks
+    shards: int | None = None  # split every segment into this many shards (`indexer.store.shards`); None: as stored
 
 
 @dataclass(frozen=True)

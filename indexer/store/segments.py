@@ -83,6 +83,7 @@ class SegmentFiles:
     bm25_digest: str
     passages: int
     run: str = ""  # the build that wrote it (`BuildMeta.run_id`): its later chunks extend it
+    shards: dict[str, Any] | None = None  # its shard set (`indexer.store.shards.ShardSet`), if sharded
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,10 @@ class SegmentLayout:
     deleted_file: str | None = None
     deleted_digest: str | None = None
     deleted: int = 0
+    # Into how many shards every segment is split (`indexer.store.shards`; 0: not sharded), and the
+    # base's shard set (`ShardSet` as a dict); each delta's is in its `SegmentFiles`.
+    shard_count: int = 0
+    base_shards: dict[str, Any] | None = None
 
     @property
     def delta_passages(self) -> int:
@@ -111,6 +116,8 @@ class SegmentLayout:
     def files(self) -> list[str]:
         """Every file and folder this layout names besides the base's."""
         names = [name for s in self.segments for name in (s.vector_file, s.bm25_dir)]
+        shard_sets = [self.base_shards, *(s.shards for s in self.segments)]
+        names += [shard_set["folder"] for shard_set in shard_sets if shard_set]
         return names + ([self.deleted_file] if self.deleted_file else [])
 
     def to_json(self) -> dict[str, Any]:
@@ -128,7 +135,7 @@ class SegmentLayout:
         return cls(**data)
 
 
-def _merge_top(scores: Sequence[np.ndarray], ids: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+def merge_top(scores: Sequence[np.ndarray], ids: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
     """The best n of several (scores, ids) lists of one query: score descending, then lower id."""
     all_scores, all_ids = np.concatenate(scores), np.concatenate(ids)
     keep = all_ids >= 0
@@ -144,6 +151,10 @@ class SegmentedVectors:
     base: VectorStore
     deltas: list[VectorStore] = field(default_factory=list)
     deleted: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # The live passages of the whole build, when these segments are one shard of it
+    # (`indexer.store.shards`): a filter's share is taken of the build, so a shard searches with the
+    # same parameters as one index would.
+    population: int | None = None
 
     def __post_init__(self) -> None:
         self.deleted = np.asarray(self.deleted, dtype=np.int64)
@@ -189,7 +200,7 @@ class SegmentedVectors:
         if queries.ndim == 1:
             queries = queries[None, :]
         if within is not None:
-            share = within.count / max(1, self.ntotal)
+            share = within.count / max(1, self.population or self.ntotal)
             found = [s.search(queries, k, within=within, share=share)
                      for s in (self.base, *self.deltas) if s.ntotal]
         else:
@@ -198,7 +209,7 @@ class SegmentedVectors:
         scores = np.full((len(queries), width), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), width), -1, dtype=np.int64)
         for row in range(len(queries)):
-            top_scores, top_ids = _merge_top([f[0][row] for f in found], [f[1][row] for f in found], width)
+            top_scores, top_ids = merge_top([f[0][row] for f in found], [f[1][row] for f in found], width)
             scores[row, : len(top_ids)], ids[row, : len(top_ids)] = top_scores, top_ids
         return scores, ids
 
@@ -235,8 +246,8 @@ class SegmentedBM25:
         if within is not None:
             found = [s.search(query, n, keep=within.in_range(s.dense_from, s.ntotal) if s.dense_from is not None
                               else within.contains(s.ids_view())) for s in stores]
-            return _merge_top([f[0] for f in found], [f[1] for f in found], n)
+            return merge_top([f[0] for f in found], [f[1] for f in found], n)
         if not self.deltas and self._masks[0] is None:
             return self.base.search(query, n)
         found = [s.search(query, n, exclude=mask) for s, mask in zip(stores, self._masks, strict=True)]
-        return _merge_top([f[0] for f in found], [f[1] for f in found], n)
+        return merge_top([f[0] for f in found], [f[1] for f in found], n)

@@ -39,6 +39,7 @@ from indexer.store.plan import Plan, StoredDocument
 from indexer.store.records import BuildMeta, CommitResult, IndexInfo, IndexStats, repair_command
 from indexer.store.schema import SCHEMA_FORMAT
 from indexer.store.segments import SegmentedVectors, SegmentFiles, SegmentLayout, SegmentPolicy
+from indexer.store.shards import check_shard_count, write_shard_set
 from indexer.store.sql_store import Connection, Session
 from indexer.store.vector_merge import merge_vectors
 from indexer.store.vector_parts import Rows, as_rows
@@ -167,7 +168,8 @@ class WriteTransaction:
             raise ValueError(f"{len(vectors)} vectors for {total} passages.")
         stored = self.stored_documents([d.doc_id for d in plan.change] + list(plan.remove))
         base_ok = self.info is not None
-        if plan.is_empty and base_ok and self.committed_bm25_ok() and not self._type_change(meta):
+        if (plan.is_empty and base_ok and self.committed_bm25_ok() and not self._type_change(meta)
+                and self._shard_count(meta) == layout_of(self.info).shard_count):
             self.committed_vectors()  # verifies the vectors too: a damaged file fails the build
             self.keep_committed()
             return CommitResult(self.info.build_id, False, self.info.documents, self.info.passages,
@@ -215,7 +217,16 @@ class WriteTransaction:
             return "a first build"
         if self._type_change(meta):
             return "another index type was asked for"
+        if self._shard_count(meta) != layout_of(self.info).shard_count:
+            return "another shard count was asked for"
         return (meta.segments or SegmentPolicy()).merge_needed(layout_of(self.info), added, removed)
+
+    def _shard_count(self, meta: BuildMeta) -> int:
+        """Into how many shards this build splits its segments: its own count (0 drops the shards),
+        else the stored one (0: not sharded)."""
+        if meta.shards is not None:
+            return 0 if meta.shards == 0 else check_shard_count(meta.shards)
+        return layout_of(self.info).shard_count if self.info is not None else 0
 
     # --- the two ways to commit ------------------------------------------------------------------
 
@@ -248,12 +259,15 @@ class WriteTransaction:
         if len(new_ids):
             vector_file, bm25_dir = self.layout.vector_name(build_id), self.layout.bm25_name(build_id)
             texts = [bm25_document(t, x, stats.title_repeats) for t, x in titled]  # as the base wrote them
-            BM25Store.build_delta(new_ids, texts, stats, info.bm25_dir).save(root / bm25_dir)
+            delta_bm25 = BM25Store.build_delta(new_ids, texts, stats, info.bm25_dir)
+            delta_bm25.save(root / bm25_dir)
             delta = VectorStore.create(meta.dimension)
             delta.add(new_ids, vectors)
             delta.save(root / vector_file)
+            shard_set = (asdict(write_shard_set(root, vector_file, delta, delta_bm25, layout.shard_count))
+                         if layout.shard_count else None)
             segments += (SegmentFiles(vector_file, file_digest(root / vector_file), bm25_dir,
-                                      folder_digest(root / bm25_dir), len(new_ids), meta.run_id),)
+                                      folder_digest(root / bm25_dir), len(new_ids), meta.run_id, shard_set),)
         deleted_file, deleted_digest, deleted = layout.deleted_file, layout.deleted_digest, layout.deleted
         if len(removed):
             tombstones = np.union1d(deleted_ids(self.layout.root, info), removed)
@@ -319,6 +333,7 @@ class WriteTransaction:
         if self._bm25_base_current(layout, new_ids, removed) and reuse_committed:
             # Only the vector index changes (another type asked for): the BM25 base stays.
             bm25_dir, bm25_digest = self.info.bm25_dir, self.info.bm25_digest
+            bm25: BM25Store | None = None
         else:
             bm25_dir = names.bm25_name(build_id)
             bm25 = self._merged_bm25(sql_ids, reuse_committed)
@@ -329,9 +344,15 @@ class WriteTransaction:
         bm25_seconds = time.perf_counter() - bm25_started
         store.save(root / vector_file)
         requested = self._requested(meta)
+        shard_count = self._shard_count(meta)
+        base_shards = None
+        if shard_count:
+            lexical = bm25 if bm25 is not None else BM25Store.load(root / bm25_dir)
+            base_shards = asdict(write_shard_set(root, vector_file, store, lexical, shard_count))
         new_layout = SegmentLayout(base_passages=len(sql_ids), plan=merged.plan.to_json(),
                                    calibration=asdict(merged.calibration),
-                                   requested=asdict(requested))
+                                   requested=asdict(requested), shard_count=shard_count,
+                                   base_shards=base_shards)
         values = dict(
             build_id=build_id,
             vector_file=vector_file,
@@ -343,7 +364,7 @@ class WriteTransaction:
             layout=new_layout.to_json(),
         )
         result = self._record(values, meta, len(new_ids), len(removed), bm25_seconds, merged.note)
-        self.result = (vector_file, bm25_dir)
+        self.result = (vector_file, bm25_dir, *new_layout.files())
         return result
 
     def _merged_bm25(self, sql_ids: np.ndarray, reuse_committed: bool) -> BM25Store:

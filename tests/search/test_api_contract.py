@@ -73,11 +73,13 @@ KEY = "contract-" + "k" * 24
 
 
 @pytest.fixture(scope="module")
-def keyed_schema(tmp_path_factory, tiny_model_dir, served_index):
-    """The same API with API keys (search/api_keys.py): its schema declares the bearer key and 401/403."""
+def keyed_schema(tmp_path_factory, tiny_model_dir, served_index, tiny_cross_encoder):
+    """The same API with API keys (search/api_keys.py): its schema declares the bearer key and 401/403.
+    With a reranker, as above: `rerank: true` is then a request the server can answer."""
     keys = tmp_path_factory.mktemp("contract-keys") / "keys"
     keys.write_text(f"read {KEY}\n")
-    app = create_app(ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir),
+    app = create_app(ApiConfig(index_dir=served_index, rerank_model=tiny_cross_encoder,
+                               similarity_model=str(tiny_model_dir),
                                api_keys=str(keys)))
     assert app.state.service.try_open() is not None
     return schemathesis.openapi.from_asgi("/openapi.json", app)
