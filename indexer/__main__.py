@@ -145,6 +145,8 @@ def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
         ("encoding", f"{stats.encoding}: {ENCODINGS[stats.encoding]}"),
         ("vector index", stats.vector_index), ("recall@10 vs exact", f"{stats.recall_at_10:.3f}"),
         ("delta segments", f"{stats.delta_segments} ({stats.deleted_pending} deleted passages pending)"),
+        ("shards", f"{stats.shards} (python -m search.api --ray ADDRESS --shards {stats.shards})" if stats.shards
+         else "none"),
         ("build", f"{stats.build_id}, {stats.built_at:%Y-%m-%d %H:%M} UTC, {stats.build_seconds:.1f} s"),
     ]
     return "\n".join(f"{name:>20}: {value}" for name, value in rows)

@@ -510,8 +510,9 @@ class BM25Store:
             scores *= keep
         matched = np.flatnonzero(scores > 0)
         if len(matched) > n:
-            matched = matched[np.argpartition(-scores[matched], n - 1)[:n]]
-        order = np.lexsort((matched, -scores[matched]))
+            cut = scores[matched[np.argpartition(-scores[matched], n - 1)[:n]]].min()
+            matched = matched[scores[matched] >= cut]  # every tie at the cut: the lower id takes it
+        order = np.lexsort((self._ids[matched], -scores[matched]))[:n]
         rows = matched[order]
         return scores[rows].astype(np.float32), self._ids[rows]
 

@@ -81,6 +81,7 @@ class IndexStats:
     recall_at_10: float = 1.0
     delta_segments: int = 0
     deleted_pending: int = 0
+    shards: int = 0  # into how many shards each segment is split (`indexer.store.shards`); 0: none
 
     @classmethod
     def of(cls, info: IndexInfo) -> IndexStats:
@@ -107,6 +108,7 @@ class IndexStats:
             recall_at_10=calibration.shown_recall if calibration is not None else 1.0,
             delta_segments=len(layout.segments),
             deleted_pending=layout.deleted,
+            shards=layout.shard_count,
         )
 
 

@@ -247,7 +247,13 @@ class ShardReader:
             return loaded[1], loaded[2]
         with self._lock:
             if self._loaded is None or self._loaded[0] != info.build_id:
-                self._loaded = (info.build_id, *load_shard(self.index_dir, info, self.shard))
+                try:
+                    self._loaded = (info.build_id, *load_shard(self.index_dir, info, self.shard))
+                except FileNotFoundError as err:
+                    raise IndexUnreadableError(
+                        f"Shard {self.shard} cannot load build {info.build_id}: its file {err.filename or err} "
+                        "is gone, because a newer build replaced it while this search ran. Search again: "
+                        "the next search goes to the newer build.") from err
                 self._subsets.clear()
             return self._loaded[1], self._loaded[2]
 

@@ -161,3 +161,17 @@ def test_a_service_must_match_the_index_shard_count(tmp_path, tiny_model_dir):
             _pairs(one.search("river", k=5, mode="hybrid", rerank=False))
     shard_sets = sorted(p.name for p in (tmp_path / "idx").glob("shards-*"))
     assert len(shard_sets) == 1, shard_sets  # the resharded build's own; nothing left behind
+
+
+def test_a_shard_asked_for_a_replaced_build_says_to_search_again(tmp_path, tiny_model_dir):
+    from indexer.errors import IndexUnreadableError
+    from indexer.index import Index
+
+    write_corpus(tmp_path / "src", random.Random(9), 30)
+    _build(tmp_path / "src", tmp_path / "idx", str(tiny_model_dir), None, SHARDS)
+    with Index.open(tmp_path / "idx") as index:
+        old = index.info
+    write_corpus(tmp_path / "src", random.Random(10), 30)
+    _build(tmp_path / "src", tmp_path / "idx", str(tiny_model_dir), None, None)  # replaces every file of `old`
+    with pytest.raises(IndexUnreadableError, match="a newer build replaced it.*Search again"):
+        ShardReader(tmp_path / "idx", 1).bm25(old, "river", 5, None)

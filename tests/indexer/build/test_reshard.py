@@ -23,6 +23,8 @@ def test_shard_and_unshard_an_index_without_its_source(tmp_path, tiny_model_dir,
     (tmp_path / "src" / "docs.jsonl").unlink()  # the source is not needed
     assert main(["shard", "--index", str(tmp_path / "idx"), "--shards", "3"]) == 0
     assert "split into 3 shards" in capsys.readouterr().out
+    assert main(["stats", "--index", str(tmp_path / "idx")]) == 0
+    assert "shards: 3 (python -m search.api --ray ADDRESS --shards 3)" in capsys.readouterr().out
     with Index.open(tmp_path / "idx") as index:
         info = index.info
         assert info.build_id != before.build_id and info.passages == before.passages
