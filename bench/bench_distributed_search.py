@@ -93,7 +93,8 @@ def replica_rss_mb() -> dict[str, list[float]]:
         except OSError:
             continue
         kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
-        deployment = command.split("ServeReplica:semsearch:", 1)[1].split()[0]
+        # "ServeReplica:semsearch:shard-0", or with the task it runs: "...:semsearch.handle_request"
+        deployment = command.split("ServeReplica:semsearch:", 1)[1].split()[0].split(".")[0]
         rss.setdefault(deployment, []).append(kb / 1024)
     return {name: sorted(sizes) for name, sizes in sorted(rss.items())}
 

@@ -10,10 +10,12 @@ loaded build (`retrievers_for`), and which one a search runs once per query
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 import warnings
 from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +30,9 @@ from search.errors import IndexUnreadableError, QueryTruncatedWarning
 from search.fusion import Fusion
 
 logger = logging.getLogger(__name__)
+
+# Where a hybrid search over remote stores waits for its BM25 list while it fetches the dense one.
+_REMOTE_CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="semsearch-remote")
 
 
 @dataclass(frozen=True)
@@ -209,8 +214,19 @@ class HybridRetriever:
         return self if fusion == self.fusion else HybridRetriever(self.dense, self.bm25, fusion)
 
     def retrieve(self, query: Query, n: int, within: PassageSubset | None = None) -> list[Candidate]:
-        dense = [(c.passage_id, c.score) for c in self.dense.retrieve(query, n, within)]
-        lexical = [(c.passage_id, c.score) for c in self.bm25.retrieve(query, n, within)]
+        if getattr(self.dense.vectors, "remote", False) and getattr(self.bm25.bm25, "remote", False):
+            # Both lists come from other processes (a sharded index's shards): ask for them at once,
+            # one round trip instead of two. The BM25 call runs in a thread, in this search's context.
+            query.embedding  # noqa: B018 -- encoded here, once, not in the thread
+            context = contextvars.copy_context()
+            pending = _REMOTE_CALLS.submit(context.run, self.bm25.retrieve, query, n, within)
+            dense_found = self.dense.retrieve(query, n, within)
+            lexical_found = pending.result()
+        else:
+            dense_found = self.dense.retrieve(query, n, within)
+            lexical_found = self.bm25.retrieve(query, n, within)
+        dense = [(c.passage_id, c.score) for c in dense_found]
+        lexical = [(c.passage_id, c.score) for c in lexical_found]
         return [Candidate(pid, score) for pid, score in self.fusion.fuse(dense, lexical)[:n]]
 
 

@@ -414,6 +414,8 @@ class ShardedVectors:
     """The vector side of a sharded build, as the router sees it: every shard searched, their top
     lists merged as `SegmentedVectors` merges segments (score, then lower id)."""
 
+    remote = True  # answered by other processes: a hybrid search asks for both lists at once
+
     def __init__(self, shards: Sequence[ShardClient], info: IndexInfo, deleted: np.ndarray,
                  timeout_s: float = SHARD_TIMEOUT_S) -> None:
         self.shards, self.info, self.deleted, self.timeout_s = list(shards), info, deleted, timeout_s
@@ -439,6 +441,8 @@ class ShardedVectors:
 
 class ShardedBM25:
     """The BM25 side of a sharded build, as the router sees it (see `ShardedVectors`)."""
+
+    remote = True
 
     def __init__(self, shards: Sequence[ShardClient], info: IndexInfo, timeout_s: float = SHARD_TIMEOUT_S) -> None:
         self.shards, self.info, self.timeout_s = list(shards), info, timeout_s

@@ -28,6 +28,7 @@ from indexer.store.shards import (
 )
 from search import Searcher
 from tests.indexer.store.filter_reference import random_filter
+from tests.indexer.test_postgres import pg_schema_url  # noqa: F401 -- a fixture
 from tests.search.test_filters import QUERIES, write_corpus
 
 SHARDS = 2
@@ -175,3 +176,20 @@ def test_a_shard_asked_for_a_replaced_build_says_to_search_again(tmp_path, tiny_
     _build(tmp_path / "src", tmp_path / "idx", str(tiny_model_dir), None, None)  # replaces every file of `old`
     with pytest.raises(IndexUnreadableError, match="a newer build replaced it.*Search again"):
         ShardReader(tmp_path / "idx", 1).bm25(old, "river", 5, None)
+
+
+def test_sharded_over_postgres_equals_one_index(tmp_path, tiny_model_dir, pg_schema_url):  # noqa: F811
+    """Rows in PostgreSQL, as across machines: the router reads passages and filters there, the
+    shards only their files, and the answer is one index's."""
+    write_corpus(tmp_path / "src", random.Random(11), 80)
+    build_index(IndexConfig(source=tmp_path / "src", index_dir=tmp_path / "idx", model=str(tiny_model_dir),
+                            db_url=pg_schema_url, show_progress=False, shards=SHARDS))
+    flt = {"$or": [{"tag": "billing"}, {"year": {"$gte": 2024}}]}
+    with Searcher(tmp_path / "idx", db_url=pg_schema_url) as one, \
+            Searcher(tmp_path / "idx", db_url=pg_schema_url, files=sharded_files(sharded(tmp_path / "idx"))) as split:
+        for mode in MODES:
+            for f in (None, flt):
+                want = one.search("invoice refund", k=8, mode=mode, filter=f, rerank=False)
+                got = split.search("invoice refund", k=8, mode=mode, filter=f, rerank=False)
+                assert want and _pairs(got) == _pairs(want)
+                assert np.allclose([h.score for h in got], [h.score for h in want], atol=1e-4)
