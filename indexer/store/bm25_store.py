@@ -31,6 +31,7 @@ equals a build over all the texts (tested entry by entry).
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import json
@@ -483,6 +484,24 @@ class BM25Store:
         lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
         flat = lut[np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int64, count=int(lengths.sum()))]
         return lengths, flat
+
+    def rows(self, rows: np.ndarray) -> BM25Store:
+        """A store of these rows alone (ascending row numbers), their scores kept as they are: cut
+        out of this store's score matrix, which bm25s scored with this whole store's collection
+        statistics, and never rescored (`indexer.store.shards` splits a segment this way)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        part = None
+        if self._index is not None and len(rows):
+            scores = self._index.scores
+            matrix = sp.csc_matrix((scores["data"], scores["indices"], scores["indptr"]),
+                                   shape=(scores["num_docs"], len(scores["indptr"]) - 1))[rows, :].tocsc()
+            part = copy.copy(self._index)
+            part.scores = {"data": matrix.data.astype(scores["data"].dtype, copy=False),
+                           "indices": matrix.indices.astype(scores["indices"].dtype, copy=False),
+                           "indptr": matrix.indptr.astype(scores["indptr"].dtype, copy=False),
+                           "num_docs": len(rows)}
+        return BM25Store(self._ids[rows], part, self.avg_doc_len, self.frozen_from, self.title_repeats,
+                         self.stopwords)
 
     def rows_of(self, ids: np.ndarray) -> np.ndarray:
         """A mask over this store's rows: True where the row's passage id is in `ids`."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import copy
 import hashlib
 import json
 import os
@@ -41,7 +40,6 @@ from typing import Any, Protocol
 
 import faiss
 import numpy as np
-import scipy.sparse as sp
 
 from indexer.errors import IndexMismatchError, IndexUnreadableError, ShardUnavailableError
 from indexer.layout import SHARDS_PREFIX
@@ -120,26 +118,9 @@ def split_vectors(store: VectorStore, count: int) -> list[faiss.Index]:
 
 def split_bm25(store: BM25Store, count: int) -> list[BM25Store]:
     """The segment's BM25 rows split by `shard_of`, each shard's rows cut out of the segment's score
-    matrix (not rescored: see the module docstring). A shard keeps the segment's vocabulary."""
-    ids = store.ids_view()
-    where = shard_of(ids, count)
-    index = store._index
-    shards = []
-    for shard in range(count):
-        rows = np.flatnonzero(where == shard)
-        part = None
-        if index is not None and len(rows):
-            scores = index.scores
-            matrix = sp.csc_matrix((scores["data"], scores["indices"], scores["indptr"]),
-                                   shape=(scores["num_docs"], len(scores["indptr"]) - 1))[rows, :].tocsc()
-            part = copy.copy(index)
-            part.scores = {"data": matrix.data.astype(scores["data"].dtype, copy=False),
-                           "indices": matrix.indices.astype(scores["indices"].dtype, copy=False),
-                           "indptr": matrix.indptr.astype(scores["indptr"].dtype, copy=False),
-                           "num_docs": len(rows)}
-        shards.append(BM25Store(ids[rows], part, store.avg_doc_len, store.frozen_from,
-                                store.title_repeats))
-    return shards
+    matrix (`BM25Store.rows`: not rescored, see the module docstring)."""
+    where = shard_of(store.ids_view(), count)
+    return [store.rows(np.flatnonzero(where == shard)) for shard in range(count)]
 
 
 @dataclass(frozen=True)
