@@ -529,8 +529,9 @@ def widened(value: int, share: float) -> int:
 #   10%    4.50 ms 0.945 / 3.71 ms 0.952  4.88 ms 0.963 / 4.38 ms 0.965  5.27 ms 0.975 / 4.60 ms 0.973
 #   1%     4.45 ms 0.969 / 3.68 ms 0.971  5.00 ms 0.982 / 4.31 ms 0.981  5.39 ms 0.988 / 4.70 ms 0.986
 # c = 6 keeps every share within 2x the unfiltered p95 and is the least that reaches 0.95 at 10%
-# and 1%; at 50% a new filter stays below 0.95 until c = 8, which costs 2.08x (an earlier index
-# with nprobe 16 reached 0.958 at 91 lists there).
+# and 1%; at 50% a new filter stays below 0.95 until c = 8, which costs 2.08x. An index built by
+# today's windowed ingest calibrates to nprobe 16 (c = 6: 136 lists at 50%), and there every row
+# meets the target: 50% new 0.958 at 1.97x, the thinnest margin (BENCHMARKS.md, 2026-11-27 13:14).
 IVF_SQRT_WIDENING = 6.0
 
 
