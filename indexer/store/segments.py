@@ -144,6 +144,18 @@ def merge_top(scores: Sequence[np.ndarray], ids: Sequence[np.ndarray], n: int) -
     return all_scores[order], all_ids[order]
 
 
+def merge_rows(found: Sequence[tuple[np.ndarray, np.ndarray]], queries: int, width: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Several FAISS answers (scores, ids), each (queries, any width), merged row by row into the
+    best `width` (`merge_top`); slots nothing filled have id -1 and score -inf."""
+    scores = np.full((queries, width), -np.inf, dtype=np.float32)
+    ids = np.full((queries, width), -1, dtype=np.int64)
+    for row in range(queries if found else 0):
+        top_scores, top_ids = merge_top([f[0][row] for f in found], [f[1][row] for f in found], width)
+        scores[row, : len(top_ids)], ids[row, : len(top_ids)] = top_scores, top_ids
+    return scores, ids
+
+
 @dataclass
 class SegmentedVectors:
     """The vector side of a build: the base store, delta stores, and the deleted ids they still hold."""
@@ -205,13 +217,7 @@ class SegmentedVectors:
                      for s in (self.base, *self.deltas) if s.ntotal]
         else:
             found = [s.search(queries, k, exclude=self._exclude) for s in (self.base, *self.deltas) if s.ntotal]
-        width = max(1, min(k, self.ntotal))
-        scores = np.full((len(queries), width), -np.inf, dtype=np.float32)
-        ids = np.full((len(queries), width), -1, dtype=np.int64)
-        for row in range(len(queries)):
-            top_scores, top_ids = merge_top([f[0][row] for f in found], [f[1][row] for f in found], width)
-            scores[row, : len(top_ids)], ids[row, : len(top_ids)] = top_scores, top_ids
-        return scores, ids
+        return merge_rows(found, len(queries), max(1, min(k, self.ntotal)))
 
 
 @dataclass

@@ -47,7 +47,7 @@ from indexer.store.bm25_store import BM25Store
 from indexer.store.faiss_store import VectorStore
 from indexer.store.passage_subset import PassageSubset
 from indexer.store.records import IndexInfo, IndexSnapshot
-from indexer.store.segments import SegmentedBM25, SegmentedVectors, merge_top
+from indexer.store.segments import SegmentedBM25, SegmentedVectors, merge_rows, merge_top
 from indexer.store.vector_parts import ivf_or_none
 
 SHARDS_META = "shards.json"
@@ -409,15 +409,7 @@ class ShardedVectors:
         queries = np.ascontiguousarray(queries, dtype=np.float32).reshape(-1, self.info.dimension)
         bits = SubsetBits.of(within) if within is not None else None
         answers = gather(lambda shard: shard.dense(self.info, queries, k, bits), self.shards, self.timeout_s)
-        found = [a for a in answers if a is not None]
-        width = max(1, min(k, self.ntotal))
-        scores = np.full((len(queries), width), -np.inf, dtype=np.float32)
-        ids = np.full((len(queries), width), -1, dtype=np.int64)
-        for row in range(len(queries)):
-            if found:
-                top_scores, top_ids = merge_top([f[0][row] for f in found], [f[1][row] for f in found], width)
-                scores[row, : len(top_ids)], ids[row, : len(top_ids)] = top_scores, top_ids
-        return scores, ids
+        return merge_rows([a for a in answers if a is not None], len(queries), max(1, min(k, self.ntotal)))
 
 
 class ShardedBM25:
