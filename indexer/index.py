@@ -344,9 +344,9 @@ class Index:
         loads as None with the reason, so searches go on in dense mode and say why."""
         if self._files is not None:
             return self._files(self.index_dir, info)
-        vectors = verified_vectors(self.index_dir, info, self.use_gpu)
+        vectors = verified_vectors(self.index_dir, info, self.use_gpu, mapped=True)
         try:
-            return IndexSnapshot(info.build_id, info, vectors, verified_bm25(self.index_dir, info))
+            return IndexSnapshot(info.build_id, info, vectors, verified_bm25(self.index_dir, info, mapped=True))
         except (FileNotFoundError, IndexUnreadableError) as err:
             if self._current_build_id() != info.build_id:
                 raise  # a build replaced it meanwhile: `_load` loads that one

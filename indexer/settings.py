@@ -78,7 +78,8 @@ def encoding() -> str | None:
 
 def cache_dir() -> Path:
     """SEMSEARCH_CACHE, else $XDG_CACHE_HOME/semsearch, else ~/.cache/semsearch: models converted
-    for another runtime (OpenVINO), kept so that later loads skip the conversion."""
+    for another runtime (OpenVINO), kept so that later loads skip the conversion, and the digests
+    of large index files (`indexer.store.integrity`), so that a new reader need not hash them."""
     value = _text("SEMSEARCH_CACHE")
     if value:
         return _path(value)

@@ -13,6 +13,8 @@ search works as usual. The contract:
   any build: pass --rebuild to replace every stored vector);
 - a source .jsonl may carry its own vectors (FILE the same file): its `embedding` field is then
   not kept as metadata;
+- a large float32 .npy of unit rows is read where it lies, not copied (`vector_input.IN_PLACE_TOLERANCE`):
+  it must not change until the build ends;
 - the file is checked in full before the index is touched, and what needs the index (its model,
   the documents to add) inside the first transaction, before anything is written: a bad file
   leaves the index as it was. A source larger than one window (`source_stream`) is planned a

@@ -44,6 +44,9 @@ BLOCK_ROWS = 8192
 # Checked vectors over this many bytes wait in a temporary file (`SpilledRows`), not in memory: 1M
 # vectors of 384 floats are 1.5 GB (issue 31: an ingest's memory bounded by its window).
 SPILL_BYTES = 256 * 2**20
+# A float32 .npy over SPILL_BYTES whose every row is this close to unit length is read where it lies
+# instead of being copied to a temporary file: at 10M x 384 the copy was 15 GB of disk and writes.
+IN_PLACE_TOLERANCE = 1e-5
 # How many of the source's ids the unknown-id error shows, so the user sees what ids look like.
 IDS_SHOWN = 3
 # Sentence-transformers modules that pass the dimension through unchanged.
@@ -127,7 +130,8 @@ class SpilledRows:
     """A (count, dim) float32 matrix in a temporary file (unlinked at once, so it goes with the
     process), written and read with plain file I/O rather than a memory map: the pages a build
     reads stay in the kernel's page cache, which it may drop, instead of counting in the build's
-    own memory as a map's pages do once touched.
+    own memory as a map's pages do once touched. `in_file` reads the rows of an existing file
+    instead (a .npy's data, from its header's end), read-only.
 
     `rows[a:b]` and `rows[[i, j, ...]]` read those rows into a new array; `rows[a:b] = block` writes."""
 
@@ -137,11 +141,24 @@ class SpilledRows:
         self.shape = (count, dimension)
         self.dtype = np.dtype(np.float32)
         self._row_bytes = dimension * 4
+        self._offset = 0
+        self.path: Path | None = None  # the file read in place, if any
+
+    @classmethod
+    def in_file(cls, path: Path, count: int, dimension: int, offset: int) -> SpilledRows:
+        """The float32 rows stored in `path` from byte `offset` on, read in place."""
+        rows = cls.__new__(cls)
+        rows._file = path.open("rb")  # noqa: SIM115 -- lives with the rows
+        rows.shape, rows.dtype, rows._row_bytes = (count, dimension), np.dtype(np.float32), dimension * 4
+        rows._offset, rows.path = offset, path
+        return rows
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def __setitem__(self, rows: slice, block: np.ndarray) -> None:
+        if self.path is not None:
+            raise ValueError(f"the vectors of {self.path} are read in place, not written")
         start = rows.indices(self.shape[0])[0]
         data = np.ascontiguousarray(block, dtype=np.float32).tobytes()
         os.pwrite(self._file.fileno(), data, start * self._row_bytes)
@@ -173,11 +190,12 @@ class SpilledRows:
         """Fill `out` (rows, dim) with the rows from `start` on; `out`."""
         if not 0 <= start <= start + len(out) <= self.shape[0]:
             raise IndexError(f"rows {start}..{start + len(out)} of a matrix of {self.shape[0]}")
-        view, at = memoryview(out).cast("B"), start * self._row_bytes
+        view, at = memoryview(out).cast("B"), self._offset + start * self._row_bytes
         while len(view):
             read = os.preadv(self._file.fileno(), [view], at)
             if read <= 0:
-                raise OSError(f"the temporary vector file ended at byte {at}")
+                raise OSError(f"the vector file {self.path or '(temporary)'} ended at byte {at}: it changed "
+                              "during the build; run the build again")
             view, at = view[read:], at + read
         return out
 
@@ -275,7 +293,18 @@ def load_vectors(
     path = Path(path)
     kind, count, blocks = _open(path, dimension, model)
     return validate(path, blocks, dimension, kind=kind, count=count, known_ids=known_ids,
-                    source=source, normalize=normalize)
+                    source=source, normalize=normalize, in_place=_rows_in_place(path, count, dimension))
+
+
+def _rows_in_place(path: Path, count: int | None, dimension: int) -> SpilledRows | None:
+    """A float32 .npy that would be spilled, as rows read where they lie (`validate` decides)."""
+    if path.suffix.lower() != ".npy" or count is None or count * dimension * 4 <= SPILL_BYTES:
+        return None
+    matrix = np.load(path, mmap_mode="r", allow_pickle=False)
+    if not (isinstance(matrix, np.memmap) and matrix.dtype == np.dtype("<f4") and matrix.flags.c_contiguous
+            and matrix.shape == (count, dimension)):
+        return None
+    return SpilledRows.in_file(path, count, dimension, int(matrix.offset))
 
 
 def _open(path: Path, dimension: int, model: str) -> tuple[str, int | None, Iterator[_Block]]:
@@ -303,22 +332,28 @@ def validate(
     known_ids: Collection[str] | None = None,
     source: str = "the source",
     normalize: bool = False,
+    in_place: SpilledRows | None = None,
 ) -> VectorTable:
     """Check every block and gather them into one unit float32 matrix keyed by id.
 
     With `count`, rows go straight into a preallocated matrix, so memory holds the file's vectors
     once (plus one block); a matrix over `SPILL_BYTES` waits in a temporary file (under $TMPDIR,
-    deleted with it: `SpilledRows`), so a build holds the rows it reads, not the file.
+    deleted with it: `SpilledRows`), so a build holds the rows it reads, not the file. With
+    `in_place` (the same rows, as `blocks` gives them, in their file), nothing is copied when every
+    row is within `IN_PLACE_TOLERANCE` of unit length; otherwise the unit rows are gathered after all.
     """
     ids: list[str] = []
     first_row: dict[str, int] = {}
-    out = _matrix_for(count, dimension) if count is not None else None
+    out = _matrix_for(count, dimension) if count is not None and in_place is None else None
     parts: list[np.ndarray] = []
     rescaled = 0
     for block in blocks:
         # Vectors first: the reader skips a source .jsonl record whose vector holds NaN (unknown id).
         unit, off = _unit(path, kind, block, normalize)
         rescaled += off
+        if in_place is not None and np.abs(unit - block.vectors).max(initial=0.0) > IN_PLACE_TOLERANCE:
+            out = _unit_copy(in_place, len(ids))  # not unit enough to use as is: copied after all
+            in_place = None
         for doc_id, row in zip(block.ids, block.rows, strict=True):
             if doc_id in first_row:
                 raise BadInputError(
@@ -335,14 +370,25 @@ def validate(
             first_row[doc_id] = row
         if out is not None:  # the readers that know `count` yield exactly that many rows
             out[len(ids) : len(ids) + len(block.ids)] = unit
-        else:
+        elif in_place is None:
             parts.append(unit)
         ids.extend(block.ids)
     if not ids:
         raise BadInputError(f"{path} holds no vectors. Write one row (id, embedding) per document.")
+    if in_place is not None:
+        return VectorTable(path, ids, in_place, rescaled)
     if out is None:
         out = np.concatenate(parts) if len(parts) > 1 else parts[0]
     return VectorTable(path, ids, out, rescaled)
+
+
+def _unit_copy(rows: SpilledRows, done: int) -> np.ndarray | SpilledRows:
+    """A matrix for `rows`' unit vectors, its first `done` rows (checked already) filled."""
+    out = _matrix_for(len(rows), rows.shape[1])
+    for at in range(0, done, BLOCK_ROWS):
+        block = rows[at : min(done, at + BLOCK_ROWS)]
+        out[at : at + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    return out
 
 
 def _matrix_for(count: int, dimension: int) -> np.ndarray | SpilledRows:

@@ -49,6 +49,14 @@ PQ_CENTROIDS = 256  # 8-bit PQ codes: 256 centroids per sub-quantizer
 PQ_TRAIN_SAMPLE = 65_536  # faiss's PQ k-means subsamples to 256 points per centroid
 SQ_TRAIN_SAMPLE = 65_536  # SQ8 learns a per-dimension min/max range; a sample sees it well
 RETRAIN_GROWTH = 4
+# Without a GPU the default lists stop growing at 4096 (reached at about 1M vectors). k-means costs
+# sample x nlist x dim a step and filling an IVF n x nlist x dim, so a 10M-vector IVF16384 (4 sqrt(n),
+# trained on 64 x 16384 = 1M vectors, 10 steps) asks about 250 TFLOP: half an hour at the 179
+# GFLOP/s fp32 peak measured on the 2-core dev machine (BENCHMARKS.md, "Encoding variants"), a fifth
+# of that at 4096. The cost moves to search, which scans nprobe lists of n / 4096 codes (measured at
+# 10M: BENCHMARKS.md, "Scale at 10,000,000 passages"). With a GPU, which trains and assigns in
+# seconds, the lists keep growing as 4 sqrt(n). An explicit --nlist is always kept.
+CPU_MAX_NLIST = 4096
 EF_SEARCH_SWEEP = (16, 32, 64, 128, 256, 512, 1024)
 
 
@@ -132,18 +140,24 @@ class VectorIndexPlan:
         return cls(**{name: d[name] for name in names})
 
 
-def default_nlist(n: int) -> int:
+def default_nlist(n: int, max_nlist: int | None = None) -> int:
     """About 4 * sqrt(n) inverted lists (faiss's guideline is 4 to 16 * sqrt(n)), rounded to a
-    power of two, clamped to [16, 65536], and never more than n // 39 so k-means gets at least
-    39 training points per centroid (then the largest power of two within that cap)."""
+    power of two, clamped to [16, 65536] (to [16, max_nlist] when given: `CPU_MAX_NLIST` without a
+    GPU, see `resolve`), and never more than n // 39 so k-means gets at least 39 training points per
+    centroid (then the largest power of two within that cap)."""
     cap = n // MIN_POINTS_PER_CENTROID
     if cap < 1:
         raise ValueError(
             f"An IVF index needs at least {MIN_POINTS_PER_CENTROID} vectors to train a centroid; "
             f"got {n}. Use --vector-index flat (or auto) for a collection this small."
         )
-    nlist = min(max(2 ** round(math.log2(4 * math.sqrt(n))), 16), 65_536)
+    nlist = min(max(2 ** round(math.log2(4 * math.sqrt(n))), 16), 65_536 if max_nlist is None else max_nlist)
     return nlist if nlist <= cap else 2 ** int(math.log2(cap))
+
+
+def _default_nlist_here(n: int) -> int:
+    """`default_nlist` for this machine: capped at `CPU_MAX_NLIST` without a GPU."""
+    return default_nlist(n, None if gpu_count() > 0 else CPU_MAX_NLIST)
 
 
 def resolve(config: VectorIndexConfig, n: int, dim: int) -> VectorIndexPlan:
@@ -169,7 +183,7 @@ def resolve(config: VectorIndexConfig, n: int, dim: int) -> VectorIndexPlan:
         storage = "sq8" if auto and kind == "ivf" else "float32"
     nlist = hnsw_m = pq_m = None
     if kind in IVF_KINDS:
-        nlist = config.nlist if config.nlist is not None else default_nlist(n)
+        nlist = config.nlist if config.nlist is not None else _default_nlist_here(n)
         need = MIN_POINTS_PER_CENTROID * nlist
         if n < need:
             raise ValueError(
@@ -326,7 +340,7 @@ def needs_retrain(plan: VectorIndexPlan, n: int, config: VectorIndexConfig | Non
     if plan.kind not in IVF_KINDS or n < MIN_POINTS_PER_CENTROID:
         return False
     explicit = config is not None and config.nlist is not None
-    fresh = replace(plan, nlist=config.nlist if explicit else default_nlist(n))
+    fresh = replace(plan, nlist=config.nlist if explicit else _default_nlist_here(n))
     if fresh.nlist >= RETRAIN_GROWTH * plan.nlist:
         return True
     return n > RETRAIN_GROWTH * plan.trained_on and training_sample_size(fresh, n) > plan.trained_on

@@ -421,7 +421,10 @@ class BM25Store:
                          int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
 
     @classmethod
-    def load(cls, path: Path | str) -> BM25Store:
+    def load(cls, path: Path | str, mapped: bool = False) -> BM25Store:
+        """The store in `path`. `mapped`: its arrays stay in their files, memory-mapped read-only
+        (a reader's open then costs no reading; what searches touch is paged in); a store to merge
+        from is loaded whole (the default)."""
         path = Path(path)
         if not (path / IDS_FILE).is_file():
             raise FileNotFoundError(
@@ -435,11 +438,13 @@ class BM25Store:
                 "Rebuild the index with --rebuild."
             )
         ids = np.load(path / IDS_FILE)
-        index = bm25s.BM25.load(str(path), show_progress=False) if len(ids) else None
+        index = bm25s.BM25.load(str(path), show_progress=False, mmap=mapped) if len(ids) else None
         store = cls(ids, index, meta.get("avg_doc_len"), meta.get("frozen_from"),
                     int(meta.get("title_repeats", LEGACY_TITLE_REPEATS)))
         if (path / COUNTS_FILE).is_file() and (path / LENGTHS_FILE).is_file():
-            store.term_counts, store.lengths = np.load(path / COUNTS_FILE), np.load(path / LENGTHS_FILE)
+            mode = "r" if mapped else None
+            store.term_counts = np.load(path / COUNTS_FILE, mmap_mode=mode)
+            store.lengths = np.load(path / LENGTHS_FILE, mmap_mode=mode)
         return store
 
     @property

@@ -77,14 +77,19 @@ class VectorStore:
         return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
 
     @classmethod
-    def load(cls, path: Path | str, use_gpu: bool = True) -> VectorStore:
+    def load(cls, path: Path | str, use_gpu: bool = True, mapped: bool = False) -> VectorStore:
+        """The index in `path`. `mapped`: its codes stay in the file, memory-mapped read-only
+        (FAISS's IO_FLAG_MMAP_IFC), so a reader opens a 10M-passage index at once and the kernel
+        pages it in and out; such a store is only searched, never added to or removed from. A file
+        a later build deletes stays readable while it is mapped."""
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(
                 f"Vector file {path} is missing. Rebuild the index with "
                 "`python -m indexer build --source PATH --index DIR --rebuild`."
             )
-        index = faiss.read_index(str(path))
+        flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY if mapped else 0
+        index = faiss.read_index(str(path), flags)
         return cls(index, to_gpu(index) if use_gpu else None)
 
     def on_gpu(self) -> VectorStore:

@@ -10,10 +10,15 @@ with silent garbage.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 
+from indexer import settings
 from indexer.errors import IndexUnreadableError
 from indexer.store.bm25_store import BM25Store
 from indexer.store.faiss_store import VectorStore
@@ -52,8 +57,85 @@ def checksum_update(checksum: str, added: np.ndarray, removed: np.ndarray) -> st
 
 
 def file_digest(path: Path) -> str:
+    """sha256 of the file, from `_DigestCache` when the file was hashed before and has not changed."""
+    return _DIGESTS.digest(Path(path))
+
+
+def _sha256(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+class _DigestCache:
+    """Digests of files hashed before, under what `os.stat` says of them (device, inode, size,
+    mtime, ctime). The kernel sets a file's ctime on every write, truncate, rename or chmod, and no
+    program can set it back, so a match means the bytes hashed then are the bytes there now. Only a
+    file whose ctime was `SETTLED_NS` old when it was hashed is kept: a write within the same tick of
+    the kernel's clock would leave ctime as it was. Kept in this process, and for files of at least
+    `PERSIST_BYTES` also in `digests.json` in the cache folder (`indexer.settings.cache_dir`), so that a new searcher of a 10M-passage index does
+    not read its 15 GB to open it; the cache file is best effort (unwritable: not kept)."""
+
+    SETTLED_NS = 2 * 10**9
+    PERSIST_BYTES = 64 * 2**20
+    MAX_PERSISTED = 4096
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[list[int], str]] = {}
+        self._lock = threading.Lock()
+        self._loaded = False
+
+    @staticmethod
+    def path() -> Path:
+        return settings.cache_dir() / "digests.json"
+
+    @staticmethod
+    def _key(stat: os.stat_result) -> list[int]:
+        return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+    def digest(self, path: Path) -> str:
+        name = str(path.resolve())
+        before = os.stat(path)
+        key = self._key(before)
+        with self._lock:
+            if not self._loaded and before.st_size >= self.PERSIST_BYTES:
+                self._known.update(self._read())
+                self._loaded = True
+            known = self._known.get(name)
+        if known is not None and known[0] == key:
+            return known[1]
+        digest = _sha256(path)
+        settled = time.time_ns() - before.st_ctime_ns >= self.SETTLED_NS
+        if settled and self._key(os.stat(path)) == key:
+            with self._lock:
+                self._known[name] = (key, digest)
+                if before.st_size >= self.PERSIST_BYTES:
+                    self._write()
+        return digest
+
+    def _read(self) -> dict[str, tuple[list[int], str]]:
+        try:
+            data = json.loads(self.path().read_text())
+            return {name: (list(entry[0]), str(entry[1])) for name, entry in data.items()}
+        except (OSError, ValueError, TypeError, IndexError, AttributeError):
+            return {}
+
+    def _write(self) -> None:
+        """The large files' entries, merged with what another process wrote meanwhile."""
+        entries = self._read()
+        entries.update({name: entry for name, entry in self._known.items() if entry[0][2] >= self.PERSIST_BYTES})
+        live = {name: entry for name, entry in entries.items() if os.path.exists(name)}
+        kept = dict(list(live.items())[-self.MAX_PERSISTED :])
+        path = self.path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(kept))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home: digests stay in this process
+
+
+_DIGESTS = _DigestCache()
 
 
 def folder_digest(path: Path) -> str:
@@ -106,10 +188,10 @@ def deleted_ids(index_dir: Path, info: IndexInfo) -> np.ndarray:
         raise damaged(index_dir, info, f"the tombstone file cannot be read ({err})") from err
 
 
-def _load_vectors(index_dir: Path, info: IndexInfo, name: str, digest: str) -> VectorStore:
+def _load_vectors(index_dir: Path, info: IndexInfo, name: str, digest: str, mapped: bool) -> VectorStore:
     path = _checked_file(index_dir, info, name, digest, "vector file")
     try:
-        store = VectorStore.load(path, use_gpu=False)  # ids are checked on the CPU copy
+        store = VectorStore.load(path, use_gpu=False, mapped=mapped)  # ids are checked on the CPU copy
     except RuntimeError as err:
         raise damaged(index_dir, info, f"the vector file {name} cannot be read ({err})") from err
     if store.dim != info.dimension:
@@ -118,17 +200,18 @@ def _load_vectors(index_dir: Path, info: IndexInfo, name: str, digest: str) -> V
     return store
 
 
-def verified_vectors(index_dir: Path, info: IndexInfo, use_gpu: bool) -> SegmentedVectors:
+def verified_vectors(index_dir: Path, info: IndexInfo, use_gpu: bool, mapped: bool = False) -> SegmentedVectors:
     """The committed vector files (base and deltas), after their digests, ids and dimension match
-    what the commits recorded; the base carries its calibrated search parameter.
+    what the commits recorded; the base carries its calibrated search parameter. `mapped`: for
+    searching only, the files memory-mapped (`VectorStore.load`).
 
     FileNotFoundError when one is missing (a concurrent build may just have replaced it).
     """
     layout = layout_of(info)
-    base = _load_vectors(index_dir, info, info.vector_file, info.vector_digest)
+    base = _load_vectors(index_dir, info, info.vector_file, info.vector_digest, mapped)
     if layout.calibration:
         base.configure(layout.calibration.get("param"), layout.calibration.get("value"))
-    deltas = [_load_vectors(index_dir, info, s.vector_file, s.vector_digest) for s in layout.segments]
+    deltas = [_load_vectors(index_dir, info, s.vector_file, s.vector_digest, mapped) for s in layout.segments]
     vectors = SegmentedVectors(base, deltas, deleted_ids(index_dir, info))
     if _segments_checksum(vectors.stored_ids(), vectors.deleted) != info.id_checksum:
         raise damaged(index_dir, info, f"the vector file {info.vector_file} or its delta segments "
@@ -138,19 +221,20 @@ def verified_vectors(index_dir: Path, info: IndexInfo, use_gpu: bool) -> Segment
     return vectors
 
 
-def _load_bm25(index_dir: Path, info: IndexInfo, name: str, digest: str) -> BM25Store:
+def _load_bm25(index_dir: Path, info: IndexInfo, name: str, digest: str, mapped: bool) -> BM25Store:
     path = _checked_file(index_dir, info, name, digest, "BM25 folder")
     try:
-        return BM25Store.load(path)
+        return BM25Store.load(path, mapped=mapped)
     except (OSError, ValueError, KeyError) as err:
         raise damaged(index_dir, info, f"the BM25 folder {name} cannot be read ({err})") from err
 
 
-def verified_bm25(index_dir: Path, info: IndexInfo) -> SegmentedBM25:
-    """The committed BM25 folders (base and deltas), after their digests and ids match the commits."""
+def verified_bm25(index_dir: Path, info: IndexInfo, mapped: bool = False) -> SegmentedBM25:
+    """The committed BM25 folders (base and deltas), after their digests and ids match the commits;
+    `mapped`: for searching only, their arrays memory-mapped (`BM25Store.load`)."""
     layout = layout_of(info)
-    base = _load_bm25(index_dir, info, info.bm25_dir, info.bm25_digest)
-    deltas = [_load_bm25(index_dir, info, s.bm25_dir, s.bm25_digest) for s in layout.segments]
+    base = _load_bm25(index_dir, info, info.bm25_dir, info.bm25_digest, mapped)
+    deltas = [_load_bm25(index_dir, info, s.bm25_dir, s.bm25_digest, mapped) for s in layout.segments]
     bm25 = SegmentedBM25(base, deltas, deleted_ids(index_dir, info))
     if _segments_checksum(bm25.stored_ids(), bm25.deleted) != info.id_checksum:
         raise damaged(index_dir, info, f"the BM25 folder {info.bm25_dir} or its delta segments hold "

@@ -182,7 +182,7 @@ def read_shard(root: Path, shard_set: ShardSet, shard: int) -> tuple[VectorStore
         raise ValueError(f"{vector_path} is not the one committed")
     if folder_digest(bm25_path) != entry["bm25_digest"]:
         raise ValueError(f"{bm25_path} is not the one committed")
-    return VectorStore.load(vector_path, use_gpu=False), BM25Store.load(bm25_path)
+    return VectorStore.load(vector_path, use_gpu=False, mapped=True), BM25Store.load(bm25_path, mapped=True)
 
 
 # --- serving: a shard answers from its part of a build; the router merges the shards' lists ------

@@ -141,7 +141,7 @@ class WriteTransaction:
         if self.info is None:
             return False
         try:
-            verified_bm25(self.layout.root, self.info)
+            verified_bm25(self.layout.root, self.info, mapped=True)  # a check: nothing read but the digests
         except (IndexUnreadableError, FileNotFoundError):
             return False
         return True

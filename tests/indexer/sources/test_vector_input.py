@@ -122,6 +122,27 @@ def test_a_table_over_the_spill_size_waits_in_a_deleted_file(fmt, tmp_path, monk
     assert list((tmp_path / "tmp").iterdir()) == []  # unlinked at once: nothing left behind
 
 
+def test_a_unit_float32_npy_over_the_spill_size_is_read_where_it_lies(tmp_path, monkeypatch):
+    """No copy of a large .npy whose rows are unit already; one row off by more than
+    IN_PLACE_TOLERANCE (within UNIT_TOLERANCE) makes it a unit copy after all, rows before it included."""
+    monkeypatch.setattr(vector_input, "SPILL_BYTES", 4 * DIM)
+    monkeypatch.setattr(vector_input, "BLOCK_ROWS", 2)
+    rows = unit_rows(len(IDS))
+    path = write_vectors(tmp_path / "vecs.npy", IDS, rows)
+    table = load_vectors(path, DIM, model="m")
+    assert isinstance(table.vectors, vector_input.SpilledRows) and table.vectors.path == path
+    assert np.array_equal(np.asarray(table.vectors), rows)
+    assert np.array_equal(np.asarray(table.take(["e", "a"])), rows[[4, 0]])
+    with pytest.raises(ValueError, match="read in place"):
+        table.vectors[0:1] = rows[:1]
+    nearly = rows.copy()
+    nearly[3] *= 1 + 5e-4  # row 4 of 5, in the second block: the first two rows were checked already
+    table = load_vectors(write_vectors(tmp_path / "near.npy", IDS, nearly), DIM, model="m")
+    assert table.vectors.path is None and table.rescaled == 0
+    np.testing.assert_allclose(np.asarray(table.vectors), rows, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(table.vectors), axis=1), 1.0, atol=1e-6)
+
+
 def test_integer_ids_and_float64_or_float16_values_are_accepted(tmp_path):
     rows = unit_rows(3)
     np.save(tmp_path / "v.npy", rows.astype(np.float16))

@@ -251,7 +251,7 @@ def test_reconstruct_all_returns_every_id_and_its_vector(config, data):
         assert faiss.extract_index_ivf(index).direct_map.type == faiss.DirectMap.NoMap
 
 
-def test_needs_retrain_flips_when_n_grows():
+def test_needs_retrain_flips_when_n_grows(monkeypatch):
     plan = ann.resolve(VectorIndexConfig(kind="ivf"), 50_000, 384)
     assert plan.nlist == 1024 and plan.trained_on == 50_000
     assert not ann.needs_retrain(plan, 50_000)
@@ -262,7 +262,14 @@ def test_needs_retrain_flips_when_n_grows():
     # Built at 1M: trained on its capped sample of 64 x 4096; growing 5% must not retrain.
     million = ann.resolve(VectorIndexConfig(), 1_000_000, 384)
     assert million.trained_on == 262_144 and not ann.needs_retrain(million, 1_050_000)
-    assert ann.needs_retrain(million, 2_200_000)  # a fresh resolve picks 8192 lists, trains on 2x
+    # Without a GPU the lists stop at CPU_MAX_NLIST: a fresh resolve at 10M picks 4096 again, so
+    # growing never retrains; with one (uncapped) 8192 lists at 2.2M train on 2x the sample.
+    monkeypatch.setattr(ann, "gpu_count", lambda: 0)
+    assert not ann.needs_retrain(million, 10_000_000)
+    assert ann.resolve(VectorIndexConfig(), 10_000_000, 384).factory == "IVF4096,SQ8"
+    monkeypatch.setattr(ann, "gpu_count", lambda: 1)
+    assert ann.needs_retrain(million, 2_200_000)
+    assert ann.resolve(VectorIndexConfig(), 10_000_000, 384).factory == "IVF16384,SQ8"
     # An explicit --nlist is kept: 64 points per list are all its training would use.
     fixed = VectorIndexConfig(kind="ivf", nlist=256)
     assert not ann.needs_retrain(ann.resolve(fixed, 50_000, 384), 10**7, fixed)

@@ -39,17 +39,21 @@ def test_stop_words_and_unknown_words_match_nothing():
         assert len(ids) == 0 and len(scores) == 0
 
 
-def test_save_and_load_round_trip(tmp_path):
+@pytest.mark.parametrize("mapped", [False, True])
+def test_save_and_load_round_trip(tmp_path, mapped):
+    """Loaded whole or memory-mapped (what a searcher opens), the store answers as the one saved."""
     store = build()
     path = store.save(tmp_path / "bm25-abc")
     assert not list(tmp_path.glob(".*.tmp")), "the temp folder was renamed, not left behind"
-    loaded = BM25Store.load(path)
+    loaded = BM25Store.load(path, mapped=mapped)
+    assert isinstance(loaded.term_counts, np.memmap) == mapped
     assert sorted(loaded.ids().tolist()) == sorted(TEXTS)
     for query in ("volcano ash", "baking bread", "share prices"):
         expected = store.search(query, 4)
         got = loaded.search(query, 4)
         assert got[1].tolist() == expected[1].tolist()
         np.testing.assert_allclose(got[0], expected[0])
+    assert loaded.rows(np.array([0, 2])).ntotal == 2  # a shard's rows cut from a mapped store
 
 
 def test_empty_store_saves_loads_and_finds_nothing(tmp_path):

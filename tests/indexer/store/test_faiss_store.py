@@ -38,6 +38,36 @@ def test_remove_and_save_load_roundtrip(tmp_path):
     assert list(tmp_path.iterdir()) == [path], "no temp file may be left behind"
 
 
+@pytest.mark.parametrize("factory", ["flat", "IVF16,SQ8", "HNSW16,Flat"])
+def test_a_mapped_store_answers_as_a_loaded_one_and_survives_its_file_being_deleted(tmp_path, factory):
+    """What a searcher opens (`mapped`): the codes stay in the file, read-only; a later build may
+    delete the file while a search still holds it."""
+    import faiss
+
+    from indexer.store import ann
+
+    rng = np.random.default_rng(2)
+    vectors, ids = unit(rng, 2000, 16), np.arange(100, 2100)
+    if factory == "flat":
+        store = VectorStore.create(16)
+    else:
+        inner = faiss.index_factory(16, factory, faiss.METRIC_INNER_PRODUCT)
+        inner.train(vectors)
+        store = VectorStore(inner if factory.startswith("IVF") else faiss.IndexIDMap2(inner))
+    store.add(ids, vectors)
+    path = store.save(tmp_path / "v.faiss")
+    loaded, mapped = VectorStore.load(path, use_gpu=False), VectorStore.load(path, use_gpu=False, mapped=True)
+    if factory.startswith("IVF"):
+        for s in (loaded, mapped):
+            ann.set_search_param(s.faiss_index, "nprobe", 4)
+    queries = unit(rng, 8, 16)
+    expected = loaded.search(queries, 10)
+    path.unlink()
+    got = mapped.search(queries, 10)
+    assert np.array_equal(got[1], expected[1]) and np.allclose(got[0], expected[0])
+    assert sorted(mapped.ids()) == list(ids)
+
+
 def test_wrong_shape_is_rejected():
     store = VectorStore.create(8)
     with pytest.raises(ValueError, match=r"vectors have shape \(2, 4\); expected \(n, 8\)"):

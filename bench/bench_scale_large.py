@@ -1,0 +1,189 @@
+"""Scale on one machine past 1M: a build with every default, resumable across sittings, then its searcher.
+
+    python -m bench.bench_scale_large [--sizes 10000000 1000000] [--queries 200] [--no-record]
+
+Data comes from `bench.scale_data` (`--sizes 1000000 10000000` first). Per size, in its own
+process each:
+
+- build: `python -m indexer build --source corpus-N.jsonl --embeddings embeddings-N.npy --index DIR
+  --quiet`, every other option at its default (the vector index `auto`), its RSS sampled every
+  0.5 s by this script. An interrupted build (Ctrl-C, a kill, the machine going away) is run again
+  and resumes after its last commit, as any build does; this script keeps each sitting's time and
+  peak in `DIR.sittings.json` and adds them up. A finished build is not run again.
+- open: a fresh process opens a `Searcher` and runs one hybrid search (the page cache is dropped
+  first where this user may, and the table says whether it was);
+- search: `bench_scale`'s search step (latency through the `Searcher`, the retrieve stage's parts,
+  recall@10 of the FAISS index on held-out vectors against exact search over the stored vectors);
+- add: 1,000 new passages with `--embeddings` (a delta segment), `bench_scale`'s add step.
+
+The smaller size is the peer, measured the same way in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.bench_scale import (
+    ScaleBenchConfig,
+    _disk_mb,
+    _exact,
+    _extra,
+    _heldout,
+    _queries,
+    peak_rss_mb,
+    run_step,
+)
+from bench.scale_data import DEFAULT_CACHE
+
+QUERY = "the history of the city and its people"  # the open step's one search
+
+
+def rss_mb(pid: int) -> float | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), None)
+
+
+def build(index_dir: Path, corpus: Path, embeddings: Path) -> dict:
+    """This sitting of the build, added to the earlier ones (`DIR.sittings.json`)."""
+    state_file = index_dir.with_name(index_dir.name + ".sittings.json")
+    sittings = json.loads(state_file.read_text()) if state_file.is_file() else []
+    if not (sittings and sittings[-1]["finished"]):
+        log = index_dir.with_name(index_dir.name + ".build.log").open("a")
+        process = subprocess.Popen([sys.executable, "-m", "indexer", "build", "--source", str(corpus),
+                                    "--embeddings", str(embeddings), "--index", str(index_dir)],
+                                   stdout=log, stderr=subprocess.STDOUT)
+        started, peak = time.perf_counter(), 0.0
+        while process.poll() is None:
+            peak = max(peak, rss_mb(process.pid) or 0.0)
+            time.sleep(0.5)
+        sittings.append({"seconds": time.perf_counter() - started, "peak_mb": peak,
+                         "finished": process.returncode == 0, "returncode": process.returncode})
+        state_file.write_text(json.dumps(sittings, indent=1) + "\n")
+        if process.returncode != 0:
+            raise RuntimeError(f"the build stopped ({process.returncode}); see {log.name}, and run this again "
+                               "to resume it")
+    return {"seconds": sum(s["seconds"] for s in sittings), "peak_mb": max(s["peak_mb"] for s in sittings),
+            "sittings": len(sittings)}
+
+
+def drop_page_cache() -> bool:
+    """Whether the kernel's page cache could be dropped (root only), so the open reads from disk."""
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def step_open(index_dir: str) -> dict:
+    from search import Searcher
+
+    started = time.perf_counter()
+    searcher = Searcher(index_dir)
+    searcher.index.snapshot()
+    opened = time.perf_counter() - started
+    searcher.search_detailed(QUERY, k=10, mode="hybrid")
+    first = time.perf_counter() - started
+    rss = rss_mb(os.getpid())
+    searcher.close()
+    return {"open_s": opened, "first_search_s": first, "rss_after_open_mb": rss}
+
+
+def measure(config: ScaleBenchConfig, size: int, queries: Path, heldout: Path) -> dict:
+    corpus = config.cache_dir / f"corpus-{size}.jsonl"
+    embeddings = config.cache_dir / f"embeddings-{size}.npy"
+    if not corpus.is_file() or not embeddings.is_file():
+        raise FileNotFoundError(f"{corpus} or {embeddings} is missing: run python -m bench.scale_data "
+                                f"--sizes {size} first.")
+    index_dir = config.cache_dir / "indexes" / f"large-{size}"
+    built = build(index_dir, corpus, embeddings)
+    print(json.dumps({"size": size, "build": built}), flush=True)
+    exact = _exact(config, size, queries)
+    heldout_exact = _exact(config, size, heldout)
+    files_mb, sqlite_mb = _disk_mb(index_dir)
+    dropped = drop_page_cache()
+    opened = run_step_here("open", index_dir)
+    found = run_step("search", index_dir, queries, exact, heldout, heldout_exact)
+    add = run_step("add", index_dir, _extra(config, size, "large"), False)
+    return {"size": size, "build": built, "files_mb": files_mb, "sqlite_mb": sqlite_mb, "cache_dropped": dropped,
+            "open": opened, "search": found, "add": add}
+
+
+def run_step_here(name: str, *args: object) -> dict:
+    cmd = [sys.executable, "-m", "bench.bench_scale_large", "--step", name, *map(str, args)]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def table(results: list[dict]) -> str:
+    def pair(p: list[float]) -> str:
+        return f"{p[0]:.1f} / {p[1]:.1f}"
+
+    lines = ["| passages | vector index | build s (sittings) | build peak RSS MB | files MB (+SQLite) | "
+             "open s (page cache dropped) | first search s | Searcher RSS MB after open / after 400 searches | "
+             "recall@10, held-out vectors | dense retrieve ms | hybrid retrieve ms | FAISS@100 ms | BM25@100 ms | "
+             "SQL ms | add 1k s |", "|" + "---|" * 15]
+    for r in results:
+        b, o, s = r["build"], r["open"], r["search"]
+        lines.append(
+            f"| {r['size']:,} | {s['vector_index']} | {b['seconds']:,.0f} ({b['sittings']}) | {b['peak_mb']:,.0f} | "
+            f"{r['files_mb']:,.0f} (+{r['sqlite_mb']:,.0f}) | {o['open_s']:.1f} ({'yes' if r['cache_dropped'] else 'no'}) | "
+            f"{o['first_search_s']:.1f} | {o['rss_after_open_mb']:,.0f} / {s['rss_mb']:,.0f} | "
+            f"{s['heldout_recall']:.3f} | {pair(s['dense_retrieve'])} | {pair(s['hybrid_retrieve'])} | "
+            f"{pair(s['faiss'])} | {pair(s['bm25'])} | {pair(s['sql'])} | {r['add']['seconds']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--step", nargs="+", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000_000, 1_000_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if args.step:
+        result = {"open": step_open}[args.step[0]](*args.step[1:])
+        print(json.dumps({**result, "peak_rss_mb": peak_rss_mb()}))
+        return 0
+    config = ScaleBenchConfig(sizes=tuple(args.sizes), variants=("auto",), queries=args.queries,
+                              cache_dir=args.cache, record=not args.no_record)
+    load = os.getloadavg()[0]
+    queries, heldout = _queries(config), _heldout(config)
+    results = []
+    for size in args.sizes:
+        results.append(measure(config, size, queries, heldout))
+        print(json.dumps(results[-1]), flush=True)
+    body = table(results)
+    print(body)
+    if config.record:
+        from bench.record import record
+
+        notes = (f"Each build: `python -m indexer build --source corpus-N.jsonl --embeddings embeddings-N.npy "
+                 "--index DIR`, every option at its default, from an empty folder (bench.scale_data: real "
+                 "Wikipedia/Wikinews text, 4,096 real MiniLM vectors and MiniLM-like synthetic ones after them); "
+                 "build s adds up its sittings (a rerun resumes after the last commit), its peak RSS is the "
+                 "largest sampled every 0.5 s. *open s*: a fresh process from `Searcher(DIR)` to a loaded "
+                 "snapshot; *first search s* adds one hybrid search. Latency: 200 real text queries at k=10 through "
+                 "the `Searcher` (p50 / p95), the parts measured alone at depth 100. Recall: 200 held-out draws "
+                 "of the vector model, the FAISS index against exact search over every stored vector. *add 1k*: "
+                 f"1,000 new passages through `--embeddings` (a delta segment). Load average {load:.1f} when the run "
+                 "began.")
+        record("bench_scale_large", f"Scale at {', '.join(f'{n:,}' for n in args.sizes)} passages", body + "\n\n" + notes,
+               command="python -m bench.bench_scale_large " + " ".join(argv or sys.argv[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
