@@ -57,6 +57,7 @@ def build(index_dir: Path, corpus: Path, embeddings: Path) -> dict:
     state_file = index_dir.with_name(index_dir.name + ".sittings.json")
     sittings = json.loads(state_file.read_text()) if state_file.is_file() else []
     if not (sittings and sittings[-1]["finished"]):
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
         log = index_dir.with_name(index_dir.name + ".build.log").open("a")
         process = subprocess.Popen([sys.executable, "-m", "indexer", "build", "--source", str(corpus),
                                     "--embeddings", str(embeddings), "--index", str(index_dir)],

@@ -13,6 +13,7 @@ work for both shapes.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from dataclasses import asdict, dataclass, fields, replace
@@ -374,6 +375,7 @@ class Calibration:
     queries: int
     k: int
     recall_at_10: float | None = None  # at the same value, when k is not 10 (what stats show)
+    passages: int | None = None  # how many vectors the index held when this was measured
 
     @property
     def shown_recall(self) -> float:
@@ -430,7 +432,7 @@ def _sweep(index: faiss.Index, param: str | None) -> list[int | None]:
 
 
 def calibrate(index: faiss.Index, vectors: np.ndarray | VectorParts, ids: np.ndarray | None, target: float,
-              k: int = 10, queries: int = 200, seed: int = 0) -> Calibration:
+              k: int = 10, queries: int = 200, seed: int = 0, probe: Probe | None = None) -> Calibration:
     """Smallest nprobe/efSearch whose recall@k against exact search reaches `target`, left set.
 
     Queries are a random sample of the index's own `vectors` (row i has id `ids[i]`; `VectorParts`
@@ -438,6 +440,8 @@ def calibrate(index: faiss.Index, vectors: np.ndarray | VectorParts, ids: np.nda
     `vectors`, a block at a time, and each query's own id is dropped from both lists so finding
     itself never counts. If no value reaches `target`, the largest tried is left set and returned
     with its recall (the caller warns). Searches run in batches on faiss's current OpenMP threads.
+    `probe` (a `Probe` of these vectors at this k) saves drawing the queries and their exact
+    neighbours again.
     """
     parts = _as_parts(vectors, ids, index.d)
     if not 0.0 < target <= 1.0 or k < 1 or queries < 1:
@@ -445,7 +449,7 @@ def calibrate(index: faiss.Index, vectors: np.ndarray | VectorParts, ids: np.nda
     param = search_param(index)
     if len(parts) == 0:
         return Calibration(param, None, 1.0, 0, k)
-    probe = _Probe(parts, k, queries, seed)
+    probe = probe if probe is not None else Probe(parts, k, queries, seed)
     result = Calibration(param, None, 0.0, probe.queries, k)
     for value in _sweep(index, param):
         set_search_param(index, param, value)
@@ -458,11 +462,13 @@ def calibrate(index: faiss.Index, vectors: np.ndarray | VectorParts, ids: np.nda
 def measure_recall(index: faiss.Index, vectors: np.ndarray | VectorParts, ids: np.ndarray | None, k: int = 10,
                    queries: int = 200, seed: int = 0) -> float:
     """recall@k at the index's current search parameter, on the queries `calibrate` draws."""
-    return _Probe(_as_parts(vectors, ids, index.d), k, queries, seed).recall(index)
+    return Probe(_as_parts(vectors, ids, index.d), k, queries, seed).recall(index)
 
 
-class _Probe:
-    """Held-out queries (a seeded sample of the stored vectors) and their exact neighbours."""
+class Probe:
+    """Held-out queries (a seeded sample of the stored vectors) and their exact neighbours: one
+    brute-force pass over every vector, the largest cost of calibrating a large index, so a probe
+    at depth k also answers for any smaller depth (`at`)."""
 
     def __init__(self, parts: VectorParts, k: int, queries: int, seed: int) -> None:
         n = len(parts)
@@ -477,6 +483,14 @@ class _Probe:
     def recall(self, index: faiss.Index) -> float:
         approx = _without_self(index.search(self.xq, self.depth)[1], self.own, self.k)
         return recall_at_k(self.exact, approx, self.k)
+
+    def at(self, k: int) -> Probe:
+        """The same queries at depth k <= this probe's: the exact top k is the head of the top."""
+        if not 1 <= k <= self.k:
+            raise ValueError(f"a probe of depth {self.k} cannot answer for depth {k}")
+        smaller = copy.copy(self)
+        smaller.k, smaller.depth, smaller.exact = k, min(k + 1, self.depth), self.exact[:, :k]
+        return smaller
 
 
 def describe(plan: VectorIndexPlan, calibration: Calibration | None) -> str:

@@ -316,8 +316,9 @@ class WriteTransaction:
         if layout is not None and current is None:  # an index from before index types: flat
             current = ann.resolve(ann.VectorIndexConfig(kind="flat"), layout.base_passages, meta.dimension)
         committed = self.committed_vectors() if reuse_committed else None
+        calibrated = ann.Calibration(**layout.calibration) if layout and layout.calibration else None
         merged = merge_vectors(committed, current, self._requested(meta), removed, new_ids, vectors,
-                               meta.dimension)
+                               meta.dimension, calibrated)
         store = merged.store
         sql_ids = sql_store.all_passage_ids(self.session)
         if not np.array_equal(np.sort(store.ids()), sql_ids):

@@ -65,6 +65,12 @@ def _resolve(requested: ann.VectorIndexConfig, n: int, dim: int) -> tuple[ann.Ve
 # text queries (not stored vectors), IVF tuned on stored-vector queries for recall@10 >= 0.95
 # gave those queries recall@10 0.92; tuned for recall@100 >= 0.95, 0.97-0.98 (BENCHMARKS.md, Scale).
 CALIBRATION_DEPTH = 100
+# A merge that adds to the base in place keeps the base's calibration until the index has doubled
+# since it was measured: the calibration's exact pass over every vector was the largest part of a
+# merge at 1M (28% of a 10M build's time while it passed 1M, py-spy), and merges come every 10% of
+# growth, while nprobe's recall on a trained IVF whose lists fill alike barely moves. A new or
+# retrained index, or one that lost passages, is measured again.
+RECALIBRATE_GROWTH = 2.0
 
 
 def _calibrate(index, parts: VectorParts, target: float) -> ann.Calibration:
@@ -73,8 +79,17 @@ def _calibrate(index, parts: VectorParts, target: float) -> ann.Calibration:
         return ann.Calibration(None, None, 1.0, 0, 10)
     if ann.search_param(index) is None:  # exact: nothing to tune, recall 1 by construction
         return ann.calibrate(index, parts, None, target)
-    tuned = ann.calibrate(index, parts, None, target, k=min(CALIBRATION_DEPTH, n - 1) or 1)
-    return replace(tuned, recall_at_10=ann.measure_recall(index, parts, None, k=10))
+    k = min(CALIBRATION_DEPTH, n - 1) or 1
+    probe = ann.Probe(parts, k, 200, 0)  # one exact pass over the vectors answers both depths
+    tuned = ann.calibrate(index, parts, None, target, k=k, probe=probe)
+    return replace(tuned, recall_at_10=probe.at(min(10, k)).recall(index))
+
+
+def _still_calibrated(calibrated: ann.Calibration | None, n: int, removed: bool) -> bool:
+    """Whether a base that took a merge in place keeps `calibrated` (see RECALIBRATE_GROWTH)."""
+    return (calibrated is not None and calibrated.param is not None and calibrated.value is not None
+            and calibrated.passages is not None and not removed
+            and calibrated.passages <= n < RECALIBRATE_GROWTH * calibrated.passages)
 
 
 def _same_type(current: ann.VectorIndexPlan, fresh: ann.VectorIndexPlan,
@@ -95,18 +110,20 @@ def merge_vectors(
     new_ids: np.ndarray,
     new_vectors: np.ndarray | Rows,
     dim: int,
+    calibrated: ann.Calibration | None = None,
 ) -> MergedVectors:
     """The base index of a merge: committed live vectors plus the new ones, in the index type that
     `requested` resolves to for the merged size. The vectors are read a block at a time
-    (`vector_parts`): besides the indexes, a merge holds a training sample and one block."""
+    (`vector_parts`): besides the indexes, a merge holds a training sample and one block.
+    `calibrated`: the committed base's calibration, kept while `RECALIBRATE_GROWTH` allows."""
     committed_indexes = [store.faiss_index for store in (committed.base, *committed.deltas)] if committed else []
     with readable(committed_indexes):
-        return _merge(committed, current, requested, removed, new_ids, new_vectors, dim)
+        return _merge(committed, current, requested, removed, new_ids, new_vectors, dim, calibrated)
 
 
 def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | None,
            requested: ann.VectorIndexConfig, removed: np.ndarray, new_ids: np.ndarray, new_vectors: np.ndarray | Rows,
-           dim: int) -> MergedVectors:
+           dim: int, calibrated: ann.Calibration | None) -> MergedVectors:
     new_ids = np.asarray(new_ids, dtype=np.int64)
     new = ArrayPart(new_ids, as_rows(new_vectors, len(new_ids), dim))
     old = _live(committed, removed) if committed is not None else []
@@ -137,9 +154,13 @@ def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | No
     for block_ids, block in added.blocks():
         index.add_with_ids(block, block_ids)
     store = VectorStore(index)
-    if in_place:  # the merged vectors are the base's now (read where it stores them, removals done)
-        parts = VectorParts((index_part(index, ann.stored_ids(index), np.empty(0, np.int64)),), dim)
-    calibration = _calibrate(index, parts, requested.target_recall)
+    if in_place and _still_calibrated(calibrated, n, removed=bool(len(gone))):
+        assert calibrated is not None
+        calibration = calibrated
+    else:
+        if in_place:  # the merged vectors are the base's now (read where it stores them, removals done)
+            parts = VectorParts((index_part(index, ann.stored_ids(index), np.empty(0, np.int64)),), dim)
+        calibration = replace(_calibrate(index, parts, requested.target_recall), passages=n)
     store.configure(calibration.param, calibration.value)
     if calibration.recall < requested.target_recall:
         short = (f"recall@{calibration.k} {calibration.recall:.3f} is below the target "

@@ -290,3 +290,22 @@ def test_an_ivf_widens_by_a_constant_over_the_root_of_the_share():
     assert ivf_widened(16, 0.01) == 960 < widened(16, 0.01) == 1616  # far fewer where they are few
     assert ivf_widened(16, 1.0) == 96
     assert all(ivf_widened(16, s) <= ivf_widened(16, s / 2) for s in (0.5, 0.2, 0.05, 0.01, 0.001))
+
+
+def test_a_deeper_probe_answers_for_a_shallower_one_as_a_probe_of_that_depth():
+    """The merge measures recall@100 and recall@10 from one exact pass (`Probe.at`)."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((3000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[10] = vectors[11]  # a duplicate: ties broken by the lower row at both depths
+    index = faiss.index_factory(32, "IVF32,Flat", faiss.METRIC_INNER_PRODUCT)
+    index.train(vectors)
+    index.add_with_ids(vectors, np.arange(3000))
+    ann.set_search_param(index, "nprobe", 2)
+    parts = ann._as_parts(vectors, np.arange(3000), 32)
+    deep, shallow = ann.Probe(parts, 100, 200, 0), ann.Probe(parts, 10, 200, 0)
+    assert np.array_equal(deep.at(10).exact, shallow.exact)
+    assert deep.at(10).recall(index) == shallow.recall(index) == ann.measure_recall(index, vectors, np.arange(3000))
+    assert deep.at(10).recall(index) < 1.0  # nprobe 2 of 32 misses some: the check can fail
+    with pytest.raises(ValueError, match="depth"):
+        shallow.at(11)
