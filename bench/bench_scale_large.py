@@ -52,11 +52,12 @@ def rss_mb(pid: int) -> float | None:
     return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), None)
 
 
-def build(index_dir: Path, corpus: Path, embeddings: Path) -> dict:
-    """This sitting of the build, added to the earlier ones (`DIR.sittings.json`)."""
+def build(index_dir: Path, corpus: Path, embeddings: Path, run: bool = True) -> dict:
+    """This sitting of the build, added to the earlier ones (`DIR.sittings.json`); with `run` False,
+    only the earlier ones (the index as they left it)."""
     state_file = index_dir.with_name(index_dir.name + ".sittings.json")
     sittings = json.loads(state_file.read_text()) if state_file.is_file() else []
-    if not (sittings and sittings[-1]["finished"]):
+    if run and not (sittings and sittings[-1]["finished"]):
         index_dir.parent.mkdir(parents=True, exist_ok=True)
         log = index_dir.with_name(index_dir.name + ".build.log").open("a")
         process = subprocess.Popen([sys.executable, "-m", "indexer", "build", "--source", str(corpus),
@@ -72,8 +73,49 @@ def build(index_dir: Path, corpus: Path, embeddings: Path) -> dict:
         if process.returncode != 0:
             raise RuntimeError(f"the build stopped ({process.returncode}); see {log.name}, and run this again "
                                "to resume it")
+    if not sittings:
+        raise FileNotFoundError(f"{state_file} records no sitting of this build: run without --no-build first")
     return {"seconds": sum(s["seconds"] for s in sittings), "peak_mb": max(s["peak_mb"] for s in sittings),
-            "sittings": len(sittings)}
+            "sittings": len(sittings), "finished": bool(sittings[-1]["finished"])}
+
+
+def stored_passages(index_dir: Path) -> int:
+    from indexer import Index
+
+    index = Index.open(index_dir)
+    try:
+        return index.stats().passages
+    finally:
+        index.close()
+
+
+def exact_prefix(config: ScaleBenchConfig, size: int, stored: int, queries: Path) -> Path:
+    """`bench_scale._exact` over the first `stored` rows: what a build stopped part way holds (it
+    commits the source in order; `measure` checks the count)."""
+    if stored == size:
+        return _exact(config, size, queries)
+    import numpy as np
+
+    from bench.scale_data import load_embeddings
+
+    path = config.cache_dir / f"exact-{size}-first-{stored}-{queries.stem}.json"
+    if not path.is_file():
+        vectors, ids = load_embeddings(config.cache_dir / f"embeddings-{size}.npy")
+        query_vectors = np.load(queries.with_suffix(".npy"))
+
+        scores = np.full((len(query_vectors), 0), -np.inf, np.float32)
+        rows = np.zeros((len(query_vectors), 0), np.int64)
+        for start in range(0, stored, 65_536):
+            block = np.asarray(vectors[start:min(stored, start + 65_536)], dtype=np.float32)
+            both = np.concatenate([scores, query_vectors @ block.T], axis=1)
+            both_rows = np.concatenate([rows, np.broadcast_to(np.arange(start, start + len(block)),
+                                                              (len(query_vectors), len(block)))], axis=1)
+            top = np.argpartition(-both, 9, axis=1)[:, :10]
+            scores, rows = np.take_along_axis(both, top, 1), np.take_along_axis(both_rows, top, 1)
+        order = np.argsort(-scores, axis=1, kind="stable")
+        found = np.take_along_axis(rows, order, 1)
+        path.write_text(json.dumps([[ids[r] for r in row] for row in found.tolist()]))
+    return path
 
 
 def drop_page_cache() -> bool:
@@ -100,24 +142,28 @@ def step_open(index_dir: str) -> dict:
     return {"open_s": opened, "first_search_s": first, "rss_after_open_mb": rss}
 
 
-def measure(config: ScaleBenchConfig, size: int, queries: Path, heldout: Path) -> dict:
+def measure(config: ScaleBenchConfig, size: int, queries: Path, heldout: Path, run: bool = True) -> dict:
     corpus = config.cache_dir / f"corpus-{size}.jsonl"
     embeddings = config.cache_dir / f"embeddings-{size}.npy"
     if not corpus.is_file() or not embeddings.is_file():
         raise FileNotFoundError(f"{corpus} or {embeddings} is missing: run python -m bench.scale_data "
                                 f"--sizes {size} first.")
     index_dir = config.cache_dir / "indexes" / f"large-{size}"
-    built = build(index_dir, corpus, embeddings)
+    built = build(index_dir, corpus, embeddings, run)
     print(json.dumps({"size": size, "build": built}), flush=True)
-    exact = _exact(config, size, queries)
-    heldout_exact = _exact(config, size, heldout)
+    stored = stored_passages(index_dir)
+    if stored > size or (built["finished"] and stored != size):
+        raise RuntimeError(f"{index_dir} holds {stored:,} passages, not {size:,}: delete it and run again")
+    exact = exact_prefix(config, size, stored, queries)
+    heldout_exact = exact_prefix(config, size, stored, heldout)
     files_mb, sqlite_mb = _disk_mb(index_dir)
     dropped = drop_page_cache()
-    opened = run_step_here("open", index_dir)
+    opened = run_step_here("open", index_dir)  # hashes the files the build wrote, once
+    again = run_step_here("open", index_dir)  # a new process: their digests come from the cache
     found = run_step("search", index_dir, queries, exact, heldout, heldout_exact)
     add = run_step("add", index_dir, _extra(config, size, "large"), False)
-    return {"size": size, "build": built, "files_mb": files_mb, "sqlite_mb": sqlite_mb, "cache_dropped": dropped,
-            "open": opened, "search": found, "add": add}
+    return {"size": size, "stored": stored, "build": built, "files_mb": files_mb, "sqlite_mb": sqlite_mb, "cache_dropped": dropped,
+            "open": opened, "open_again": again, "search": found, "add": add}
 
 
 def run_step_here(name: str, *args: object) -> dict:
@@ -131,14 +177,16 @@ def table(results: list[dict]) -> str:
         return f"{p[0]:.1f} / {p[1]:.1f}"
 
     lines = ["| passages | vector index | build s (sittings) | build peak RSS MB | files MB (+SQLite) | "
-             "open s (page cache dropped) | first search s | Searcher RSS MB after open / after 400 searches | "
+             "open s, first / again (page cache dropped) | first search s | Searcher RSS MB after open / after 400 searches | "
              "recall@10, held-out vectors | dense retrieve ms | hybrid retrieve ms | FAISS@100 ms | BM25@100 ms | "
              "SQL ms | add 1k s |", "|" + "---|" * 15]
     for r in results:
         b, o, s = r["build"], r["open"], r["search"]
+        passages = f"{r['size']:,}" if b["finished"] else f"{r['stored']:,} of {r['size']:,} (build stopped)"
         lines.append(
-            f"| {r['size']:,} | {s['vector_index']} | {b['seconds']:,.0f} ({b['sittings']}) | {b['peak_mb']:,.0f} | "
-            f"{r['files_mb']:,.0f} (+{r['sqlite_mb']:,.0f}) | {o['open_s']:.1f} ({'yes' if r['cache_dropped'] else 'no'}) | "
+            f"| {passages} | {s['vector_index']} | {b['seconds']:,.0f} ({b['sittings']}) | {b['peak_mb']:,.0f} | "
+            f"{r['files_mb']:,.0f} (+{r['sqlite_mb']:,.0f}) | {o['open_s']:.1f} / {r['open_again']['open_s']:.1f} "
+            f"({'yes' if r['cache_dropped'] else 'no'}) | "
             f"{o['first_search_s']:.1f} | {o['rss_after_open_mb']:,.0f} / {s['rss_mb']:,.0f} | "
             f"{s['heldout_recall']:.3f} | {pair(s['dense_retrieve'])} | {pair(s['hybrid_retrieve'])} | "
             f"{pair(s['faiss'])} | {pair(s['bm25'])} | {pair(s['sql'])} | {r['add']['seconds']:.1f} |")
@@ -151,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--no-build", action="store_true",
+                        help="measure each index as its earlier sittings left it (a build stopped part way included)")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -164,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     queries, heldout = _queries(config), _heldout(config)
     results = []
     for size in args.sizes:
-        results.append(measure(config, size, queries, heldout))
+        results.append(measure(config, size, queries, heldout, run=not args.no_build))
         print(json.dumps(results[-1]), flush=True)
     body = table(results)
     print(body)
@@ -176,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                  "Wikipedia/Wikinews text, 4,096 real MiniLM vectors and MiniLM-like synthetic ones after them); "
                  "build s adds up its sittings (a rerun resumes after the last commit), its peak RSS is the "
                  "largest sampled every 0.5 s. *open s*: a fresh process from `Searcher(DIR)` to a loaded "
-                 "snapshot; *first search s* adds one hybrid search. Latency: 200 real text queries at k=10 through "
+                 "snapshot, the first time (each file the build wrote is hashed against its commit's digest) and "
+                 "again in another new process (digests from the cache, `indexer.store.integrity`); *first search s* adds one hybrid search. Latency: 200 real text queries at k=10 through "
                  "the `Searcher` (p50 / p95), the parts measured alone at depth 100. Recall: 200 held-out draws "
                  "of the vector model, the FAISS index against exact search over every stored vector. *add 1k*: "
                  f"1,000 new passages through `--embeddings` (a delta segment). Load average {load:.1f} when the run "

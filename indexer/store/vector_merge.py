@@ -4,9 +4,10 @@ A merge (see `indexer.store.segments`) folds the delta segments into the base, d
 the deleted ids and adds the commit's new vectors. It keeps the base's trained
 index and adds to it in place while the index type stays what `indexer.store.ann`
 resolves for the new size and the base has not outgrown its training; else it
-builds a new index (training IVF on a sample), and says why. Either way it
-recalibrates nprobe/efSearch, so the stored recall is that of the index as
-committed.
+builds a new index (training IVF on a sample), and says why. A new index is
+calibrated (nprobe/efSearch); one that took the merge in place keeps its
+calibration until it has doubled since it was measured (RECALIBRATE_GROWTH), so the
+stored recall is that of the index as committed or at no less than half its size.
 """
 
 from __future__ import annotations
