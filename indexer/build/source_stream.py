@@ -118,7 +118,12 @@ class SourceStream:
             self._sorted = (len(self._seen), np.unique(np.frombuffer(self._seen, dtype=np.int64)))
         seen = self._sorted[1]
         wanted = np.fromiter((hash(key) for key in keys), dtype=np.int64, count=len(keys))
-        return ~np.isin(wanted, seen)
+        if not len(seen):
+            return np.ones(len(keys), dtype=bool)
+        # A binary search in the sorted hashes: np.isin sorted all 10M of them again for each page
+        # of stored ids (about a second a page at 10M documents).
+        at = np.minimum(np.searchsorted(seen, wanted), len(seen) - 1)
+        return seen[at] != wanted
 
     def documents_after(self) -> int:
         """About how many documents the windows not read yet hold (0 once the source is read)."""

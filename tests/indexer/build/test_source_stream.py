@@ -150,3 +150,17 @@ def test_a_source_read_in_windows_shows_a_steady_progress_total(tiny_model: str,
     final = report.passages_committed
     assert final >= 40 and totals[-1] == final
     assert 0.8 * final <= min(totals) and max(totals) <= 1.2 * final, totals
+
+
+def test_unseen_names_exactly_the_ids_no_window_held(tmp_path):
+    """Binary search over the read ids' sorted hashes, past either end included."""
+    corpus = tmp_path / "corpus.jsonl"
+    write_corpus(corpus, list(range(50)))
+    config = IndexConfig(source=corpus, index_dir=tmp_path / "index")
+    stream = SourceStream(config, BuildReport(index_dir=config.index_dir, model="m"), window_documents=7)
+    for _ in stream.windows():
+        pass
+    keys = [f"d{i}" for i in range(-20, 80)] + ["", "x" * 100]
+    read = {f"d{i}" for i in range(50)}
+    assert stream.unseen(keys).tolist() == [key not in read for key in keys]
+    assert SourceStream.of([]).unseen(["d1", "d2"]).tolist() == [True, True]
