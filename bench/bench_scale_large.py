@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.bench_ingest_memory import rss_mb
 from bench.bench_scale import (
     ScaleBenchConfig,
     _disk_mb,
@@ -42,14 +43,6 @@ from bench.bench_scale import (
 from bench.scale_data import DEFAULT_CACHE
 
 QUERY = "the history of the city and its people"  # the open step's one search
-
-
-def rss_mb(pid: int) -> float | None:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), None)
 
 
 def build(index_dir: Path, corpus: Path, embeddings: Path, run: bool = True) -> dict:

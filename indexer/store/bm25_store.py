@@ -423,8 +423,9 @@ class BM25Store:
     @classmethod
     def load(cls, path: Path | str, mapped: bool = False) -> BM25Store:
         """The store in `path`. `mapped`: its arrays stay in their files, memory-mapped read-only
-        (a reader's open then costs no reading; what searches touch is paged in); a store to merge
-        from is loaded whole (the default)."""
+        (a reader's open then costs no reading; what searches touch is paged in). Readers and a
+        merge's base (which reads only its rows and term counts) are mapped; `rows` copies what it
+        cuts."""
         path = Path(path)
         if not (path / IDS_FILE).is_file():
             raise FileNotFoundError(
