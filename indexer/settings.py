@@ -104,3 +104,15 @@ def data_dir() -> Path:
     if value:
         return Path(value).expanduser().resolve()
     return (PROJECT_ROOT.parent / "shared" / "data").resolve()
+
+
+def build_workers() -> int | None:
+    """SEMSEARCH_BUILD_WORKERS: worker processes a build cuts passages and BM25-tokenizes in (0: none,
+    everything in the build's process); None when unset (chosen by the cores, `indexer.sources.workers`)."""
+    value = _text("SEMSEARCH_BUILD_WORKERS")
+    if not value:
+        return None
+    if not value.isdigit():
+        raise ValueError(f"SEMSEARCH_BUILD_WORKERS={value!r} is not a whole number; set it to 0 (no worker "
+                         "processes), to a count such as 4, or unset it to choose by the cores.")
+    return int(value)

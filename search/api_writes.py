@@ -82,7 +82,7 @@ class WriteTarget:
 class WholeBatchEmbedder(ModelEmbedder):
     """The build's `ModelEmbedder` without its small first commit: a batch commits whole."""
 
-    first_commit = None  # type: ignore[assignment]  # `Embedder` allows None: config.commit_passages
+    first_commit = None  # type: ignore[assignment]  # `Embedder` allows None: the commit cap
 
     def check(self, changes: Plan) -> None:
         return None  # any plan: the default of `Embedder`

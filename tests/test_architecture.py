@@ -137,14 +137,14 @@ def test_the_default_k_is_defined_once_for_programs_and_once_for_the_screen():
 
 
 def test_one_function_gives_the_bi_encoders_input_for_a_passage():
-    """The build (in its loop, or ahead of it on a GPU) and a repair's re-embedding call `bi_encoder_input(s)`;
+    """The build (in its loop, or ahead of it on a GPU) and a repair's re-embedding call `bi_encoder_input(s)(_of)`;
     nothing else puts an embedded title in front of a passage."""
     callers = []
     for name, path in product_modules().items():
         source = path.read_text(encoding="utf-8")
         if "embedded_title(" in source and name != "indexer.sources.passage_text":
             callers.append(name)
-        if "bi_encoder_input(" in source or "bi_encoder_inputs(" in source:
+        if "bi_encoder_input(" in source or "bi_encoder_inputs(" in source or "bi_encoder_inputs_of(" in source:
             callers.append(f"uses {name}")
     assert sorted(callers) == ["uses indexer.build.background_embed", "uses indexer.build.pipeline",
                                "uses indexer.build.repair", "uses indexer.sources.passage_text"]

@@ -30,7 +30,7 @@ import numpy as np
 from indexer.build.report import ProgressCallback
 from indexer.embedding import embedding_dimension, encode_texts
 from indexer.sources.documents import Document, PassageSpan
-from indexer.sources.passage_text import bi_encoder_inputs
+from indexer.sources.passage_text import bi_encoder_inputs_of
 
 BLOCK_PASSAGES = 2048  # passages per `encode_texts` call in the thread
 AHEAD_BLOCKS = 8  # blocks embedded and not yet taken, at most (16,384 x 384 floats: 25 MB)
@@ -57,7 +57,8 @@ class BackgroundStream:
         # What `embedded_title` reads of a model, with this thread's own tokenizer.
         view = SimpleNamespace(tokenizer=tokenizer, max_seq_length=self.model.max_seq_length)
         keys: list[Key] = []
-        texts: list[str] = []
+        titles: list[str] = []
+        passages: list[list[str]] = []
         try:
             for doc in self.docs:
                 if self._stop.is_set():
@@ -66,15 +67,19 @@ class BackgroundStream:
                 if spans is None:
                     spans = self.cut_table.setdefault(doc.doc_id, self.cut(doc, tokenizer))
                 keys += [(doc.doc_id, s.start_char, s.end_char) for s in spans]
-                texts += bi_encoder_inputs(doc.title, [doc.text[s.start_char:s.end_char] for s in spans], view,
-                                           self.embed_titles)
-                if len(texts) >= BLOCK_PASSAGES:
-                    self._put((keys, encode_texts(self.model, texts, batch_size=self.batch_size)))
-                    keys, texts = [], []
-            if texts:
-                self._put((keys, encode_texts(self.model, texts, batch_size=self.batch_size)))
+                titles.append(doc.title)
+                passages.append([doc.text[s.start_char:s.end_char] for s in spans])
+                if len(keys) >= BLOCK_PASSAGES:
+                    self._put((keys, self._encoded(titles, passages, view)))
+                    keys, titles, passages = [], [], []
+            if keys:
+                self._put((keys, self._encoded(titles, passages, view)))
         except BaseException as error:  # noqa: BLE001 -- handed to the build's thread, which raises it
             self._put(error)
+
+    def _encoded(self, titles: list[str], passages: list[list[str]], view: SimpleNamespace) -> np.ndarray:
+        texts = bi_encoder_inputs_of(titles, passages, view, self.embed_titles)
+        return encode_texts(self.model, texts, batch_size=self.batch_size)
 
     def _put(self, item: object) -> None:
         while not self._stop.is_set():

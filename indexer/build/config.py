@@ -13,6 +13,8 @@ from indexer.store.shards import check_shard_count
 
 # Tokens shared by consecutive passages of a new index, when the build does not say.
 DEFAULT_OVERLAP_TOKENS = 32
+# Passages a commit holds at most while the index is small, unless the build embeds faster (`commit_passages`).
+DEFAULT_COMMIT_PASSAGES = 4096
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,9 @@ class IndexConfig:
     # The most passages one atomic commit holds while the index is small; a build commits in
     # growing chunks up to it (beyond it, up to a quarter of the index: see
     # `build.next_commit_size`), so an interrupted build keeps its finished chunks and a rerun
-    # resumes after them.
-    commit_passages: int = 4096
+    # resumes after them. None: `DEFAULT_COMMIT_PASSAGES`, or what the build embeds in
+    # `loop.COMMIT_SECONDS` when that is more (a GPU: fewer commits, each rewriting the index).
+    commit_passages: int | None = None
     # None: embed in this process. "local": start a Ray on this machine for the build; else
     # the address of a running Ray cluster ("auto", "HOST:6379", "ray://HOST:10001").
     ray: str | None = None
@@ -103,7 +106,7 @@ class IndexConfig:
             )
         if self.ray is not None and not self.ray.strip():
             raise ValueError(f"ray ({self.ray!r}) must be 'local' or a Ray cluster address such as HOST:6379.")
-        if self.commit_passages < 1:
+        if self.commit_passages is not None and self.commit_passages < 1:
             raise ValueError(f"commit_passages ({self.commit_passages}) must be at least 1.")
         if self.batch_size < 1:
             raise ValueError(f"batch_size ({self.batch_size}) must be at least 1.")

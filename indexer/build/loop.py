@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from indexer.build.config import IndexConfig
+from indexer.build.config import DEFAULT_COMMIT_PASSAGES, IndexConfig
 from indexer.build.report import BuildReport, ProgressCallback
 from indexer.build.source_stream import MAX_ISSUES_SHOWN, SourceStream, log_skipped
 from indexer.errors import BuildInterrupted
@@ -56,7 +56,7 @@ class Embedder(Protocol):
 
     unit: str  # what the progress bar counts: "passage" or "doc"
     embeds: bool = True  # False: the vectors come precomputed (`BuildReport.passages_embedded` stays 0)
-    first_commit: int | None  # passages in a new index's first commit; None: config.commit_passages
+    first_commit: int | None  # passages in a new index's first commit; None: the commit cap (`commit_cap`)
     warnings: list[str]  # said by `passages`, moved into the report after each chunk
 
     def settle(self, tx: WriteTransaction, meta: BuildMeta) -> BuildMeta: ...
@@ -78,6 +78,24 @@ class Embedder(Protocol):
 
     def close(self) -> None:
         """Release what `begin` started; the default holds nothing."""
+
+
+# A build left to size its own commits (`IndexConfig.commit_passages` None) lets one hold what it
+# commits in this many seconds at its rate so far, when that is more than `DEFAULT_COMMIT_PASSAGES`:
+# on a GPU 4,096 passages are a fraction of a second of embedding, and each commit rewrites the
+# index's BM25 and vector files (a 31k-passage build made 14 commits); on a CPU, whose commits of
+# 4,096 take minutes, nothing changes. An interruption loses at most one commit either way.
+COMMIT_SECONDS = 10.0
+
+
+def commit_cap(config: IndexConfig, committed: int, seconds: float) -> int:
+    """The most passages the next commit holds while the index is small (`next_commit_size`):
+    `config.commit_passages` when set, else `DEFAULT_COMMIT_PASSAGES` or, when more, the
+    passages committed per second so far times `COMMIT_SECONDS`."""
+    if config.commit_passages is not None:
+        return config.commit_passages
+    rate = committed / seconds if seconds > 0 else 0.0
+    return max(DEFAULT_COMMIT_PASSAGES, int(rate * COMMIT_SECONDS))
 
 
 def next_commit_size(current: int, stored_passages: int, cap: int) -> int:
@@ -211,8 +229,13 @@ class BuildLoop:
         self.bar: tqdm | None = None
         self.total = self.offset = 0
         self.rebuild, self.first = config.rebuild, True  # the build's first commit is still to come
-        self.size = min(embedder.first_commit or config.commit_passages, config.commit_passages)
+        self.began = time.perf_counter()
+        cap = self.cap()
+        self.size = min(embedder.first_commit or cap, cap)
         self.held_lock = False
+
+    def cap(self) -> int:
+        return commit_cap(self.config, self.report.passages_committed, time.perf_counter() - self.began)
 
     def step(self, done: int, _chunk_total: int) -> None:
         """One bar and one callback over the whole build, not one per chunk."""
@@ -246,7 +269,7 @@ class BuildLoop:
                 changes = plan_commit(tx, config, self.documents, self.origin, self.report, whole)
                 self.embedder.check(changes)
                 if self.first and tx.info is not None:  # an index that answers already: no small first commit
-                    self.size = config.commit_passages
+                    self.size = self.cap()
                 if self.first and tx.replaces is not None:
                     # A --rebuild of an index people search: one commit, so that until it lands
                     # they search the previous build whole, and a crash leaves that one served.
@@ -260,7 +283,7 @@ class BuildLoop:
             if self.progress is not None:
                 self.progress(self.report.passages_committed, max(self.total, self.report.passages_committed))
             self.rebuild, self.first, window_first = False, False, False
-            self.size = next_commit_size(self.size, result.passages, config.commit_passages)
+            self.size = next_commit_size(self.size, result.passages, self.cap())
             if len(taken.to_embed) == len(changes.to_embed):
                 return
             write_progress(self.index.layout.progress_file, self.report.passages_committed,

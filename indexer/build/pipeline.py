@@ -12,12 +12,15 @@ imports torch. `indexer.build.repair.repair_index` rebuilds an index's derived f
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
+import functools
 import logging
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,10 +40,12 @@ from indexer.embedding import embedding_dimension, encode_texts, load_bi_encoder
 from indexer.encoding import FP32, choose_encoding
 from indexer.layout import IndexLayout
 from indexer.model_spec import ModelSpec
+from indexer.sources import workers
 from indexer.sources.chunking import left_out, short_tail_tokens, split_into_sections
 from indexer.sources.documents import Document, PassageSpan
 from indexer.sources.passage_text import (  # noqa: F401  embedded_title: imported from here by tests and benches
     bi_encoder_inputs,
+    bi_encoder_inputs_of,
     embedded_title,
     title_token_budget,
 )
@@ -121,9 +126,9 @@ def embedding_inputs(
     documents: Sequence[Document], spans: Sequence[Sequence[PassageSpan]], model, embed_titles: bool
 ) -> list[str]:
     """What the bi-encoder reads for every passage, in order: `passage_text(title, passage)`."""
-    return [text for doc, doc_spans in zip(documents, spans, strict=True)
-            for text in bi_encoder_inputs(doc.title, [doc.text[s.start_char : s.end_char] for s in doc_spans],
-                                          model, embed_titles)]
+    return bi_encoder_inputs_of([doc.title for doc in documents],
+                                [[doc.text[s.start_char : s.end_char] for s in doc_spans]
+                                 for doc, doc_spans in zip(documents, spans, strict=True)], model, embed_titles)
 
 
 def embed(
@@ -209,18 +214,50 @@ class PassageCutter:
             self.sample.add(doc.doc_id)
 
     def count_all(self, docs: Sequence[Document]) -> None:
-        """Cut `docs` in a background thread, so that `cut` soon holds every one of them."""
-        tokenizer = copy.deepcopy(self.tokenizer)
+        """Cut `docs` in a background thread, so that `cut` soon holds every one of them: in the
+        worker processes where the machine has cores to spare (`indexer.sources.workers`), else in
+        the thread itself."""
+        pool, as_json = workers.shared_pool(), workers.tokenizer_json(self.tokenizer)
+        if pool is not None and as_json is not None:
+            target = functools.partial(self._count_in_workers, pool, as_json, docs)
+        else:
+            target = functools.partial(self._count_here, copy.deepcopy(self.tokenizer), docs)
+        self.counting = threading.Thread(target=target, name="semsearch-count-passages", daemon=True)
+        self.counting.start()
 
-        def run() -> None:
-            for doc in docs:
+    def _count_here(self, tokenizer, docs: Sequence[Document]) -> None:
+        for doc in docs:
+            if self._stop.is_set():
+                return
+            if doc.doc_id not in self.cut:
+                self.cut.setdefault(doc.doc_id, self.split(doc, tokenizer))
+
+    def _count_in_workers(self, pool, as_json: str, docs: Sequence[Document]) -> None:
+        """Cut `docs` in `pool`, a few tasks ahead at most, in order, each into `cut` as it comes
+        (a document the build cut first keeps its own spans: both are the same). If the pool
+        breaks (a worker killed), the thread cuts the rest itself."""
+        pending: collections.deque = collections.deque()
+        step, ahead = workers.CUT_TASK_DOCUMENTS, 2 * workers.worker_count()
+        try:
+            for start in range(0, len(docs), step):
                 if self._stop.is_set():
                     return
-                if doc.doc_id not in self.cut:
-                    self.cut.setdefault(doc.doc_id, self.split(doc, tokenizer))
+                part = [(d.doc_id, d.text, tuple(h.start for h in d.outline.headings))
+                        for d in docs[start:start + step] if d.doc_id not in self.cut]
+                if part:
+                    pending.append(workers.submit(pool, workers.cut_task, as_json, self.passage_tokens,
+                                                  self.overlap_tokens, self.min_tail_tokens, part))
+                while len(pending) > ahead or (pending and start + step >= len(docs)):
+                    self._store_cut(pending.popleft().result())
+                    if self._stop.is_set():
+                        return
+        except BrokenProcessPool:
+            workers.discard(pool)
+            self._count_here(copy.deepcopy(self.tokenizer), docs)
 
-        self.counting = threading.Thread(target=run, name="semsearch-count-passages", daemon=True)
-        self.counting.start()
+    def _store_cut(self, cut: list[tuple[str, list[tuple[int, int, int]]]]) -> None:
+        for doc_id, spans in cut:
+            self.cut.setdefault(doc_id, [PassageSpan(*span) for span in spans])
 
     def wait_counted(self, seconds: float) -> None:
         if self.counting is not None:

@@ -61,6 +61,8 @@ from bm25s.scoring import (
     _score_tfc_lucene,
 )
 
+from indexer.sources import workers
+
 # bm25s sets its own logger to DEBUG at import, which would print a line per build in
 # every CLI that configures logging; its messages are progress notes, not warnings.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -88,6 +90,10 @@ FORMAT = 1
 # once; 3 has the larger mean gain. A folder records the count it was built with; delta segments
 # keep their base's.
 TITLE_REPEATS = 3
+# A block of at least this many texts is tokenized in the worker processes where there are any
+# (`indexer.sources.workers`), in parts of at least half of it: below, sending the texts costs
+# more than it saves.
+WORKER_TEXTS = 2048
 # What folders from before the setting was recorded were built with.
 LEGACY_TITLE_REPEATS = 1
 
@@ -482,14 +488,24 @@ class BM25Store:
 
     def _token_ids(self, texts: Sequence[str], vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
         """(tokens per text, every text's token ids in a row) for a block of texts, the ids being
-        columns of `vocab`, which new terms join: what a base build or merge holds of a block."""
-        tokens = self._tokenize(list(texts), return_ids=True)
-        lut = np.empty(len(tokens.vocab), dtype=np.int64)
-        for term, local in tokens.vocab.items():
-            lut[local] = vocab.setdefault(term, len(vocab))
-        lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
-        flat = lut[np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int64, count=int(lengths.sum()))]
-        return lengths, flat
+        columns of `vocab`, which new terms join in order of first appearance: what a base build or
+        merge holds of a block. A large block is tokenized in parts in the worker processes where
+        there are any (`indexer.sources.workers`); the parts join `vocab` in order, so the ids are
+        those of one pass."""
+        parts = None
+        if len(texts) >= WORKER_TEXTS and workers.worker_count() > 0:
+            step = max(WORKER_TEXTS // 2, -(-len(texts) // workers.worker_count()))
+            parts = workers.run_all(tokenized_block, [(list(texts[i:i + step]), self.stopwords)
+                                                      for i in range(0, len(texts), step)])
+        if parts is None:
+            with self._stemmer_lock:
+                parts = [tokenized_block(list(texts), self.stopwords, self._stemmer)]
+        all_lengths, all_flat = [], []
+        for terms, lengths, flat in parts:
+            lut = np.fromiter((vocab.setdefault(term, len(vocab)) for term in terms), dtype=np.int64, count=len(terms))
+            all_lengths.append(lengths)
+            all_flat.append(lut[flat])
+        return np.concatenate(all_lengths), np.concatenate(all_flat)
 
     def rows(self, rows: np.ndarray) -> BM25Store:
         """A store of these rows alone (ascending row numbers), their scores kept as they are: cut
@@ -594,6 +610,21 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def tokenized_block(texts: list[str], stopwords: str | None, stemmer=None) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(terms by local id, tokens per text, every text's local term ids in a row) of `texts`, by
+    `bm25s.tokenize` with the store's stop words and stemmer: what `BM25Store._token_ids` maps
+    into a vocabulary. A module function, so that worker processes run it (with a stemmer of
+    their own: PyStemmer objects are not thread-safe)."""
+    tokens = bm25s.tokenize(texts, stopwords=stopwords, stemmer=stemmer or Stemmer.Stemmer(STEMMER_LANGUAGE),
+                            return_ids=True, show_progress=False)
+    terms = [""] * len(tokens.vocab)
+    for term, local in tokens.vocab.items():
+        terms[local] = term
+    lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
+    flat = np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int32, count=int(lengths.sum()))
+    return terms, lengths, flat
 
 
 def bm25_terms(text: str) -> list[tuple[int, int, str]]:

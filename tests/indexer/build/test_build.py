@@ -286,3 +286,37 @@ def test_a_document_that_turns_unreadable_keeps_its_stored_version(tmp_path, tin
         "b.docx: damaged or truncated Word file (File is not a zip file); download or save it again"]
     assert report.documents_removed == 0 and store_state(tmp_path / "idx") == before
     assert any("kept the stored version of 2 document(s)" in w for w in report.warnings)
+
+
+def test_a_build_in_worker_processes_stores_what_a_build_without_them_stores(tmp_path, tiny_model, monkeypatch):
+    """Cutting and BM25 tokens in 2 worker processes (every BM25 block in them): the same passages
+    in SQL, the same BM25 answers, the same vectors."""
+    from indexer.sources import workers
+    from indexer.store import bm25_store
+
+    source = tmp_path / "corpus"
+    source.mkdir()
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda"]
+    for i in range(12):
+        (source / f"doc{i}.md").write_text(
+            f"# Title {i}\n\n" + " ".join(words[(i + k) % len(words)] for k in range(300 + 40 * i)), encoding="utf-8")
+    built = {}
+    for count in ("0", "2"):
+        monkeypatch.setenv("SEMSEARCH_BUILD_WORKERS", count)
+        monkeypatch.setattr(bm25_store, "WORKER_TEXTS", 1)
+        build_index(IndexConfig(source=source, index_dir=tmp_path / f"index-{count}", model=tiny_model,
+                                show_progress=False))
+        with Index.open(tmp_path / f"index-{count}", use_gpu=False) as index:
+            snap = index.snapshot()
+            records = index.passages(sorted(snap.vectors.ids().tolist()))
+            texts = [(records[i].title, records[i].text) for i in sorted(records)]
+            ids = sorted(snap.vectors.ids().tolist())
+            vectors = np.stack([snap.vectors.vector(i) for i in ids])
+            answers = [snap.bm25.search(q, 5) for q in ("gamma delta", "title 7", "kappa")]
+        built[count] = (texts, vectors, answers)
+    workers.shutdown()
+    assert built["2"][0] == built["0"][0] and len(built["0"][0]) > 12
+    np.testing.assert_allclose(built["2"][1], built["0"][1], atol=1e-6)
+    for (scores2, ids2), (scores0, ids0) in zip(built["2"][2], built["0"][2], strict=True):
+        np.testing.assert_array_equal(ids2, ids0)
+        np.testing.assert_allclose(scores2, scores0, rtol=1e-6)

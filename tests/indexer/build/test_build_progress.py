@@ -8,7 +8,7 @@ import pytest
 import indexer.build.pipeline as build_module
 from indexer import BuildInterrupted, Index, IndexConfig, build_index
 from indexer.__main__ import main as cli_main
-from indexer.build.loop import next_chunk, next_commit_size
+from indexer.build.loop import commit_cap, next_chunk, next_commit_size
 from indexer.build.pipeline import embed
 from indexer.sources.documents import Document, PassageSpan
 from indexer.store.plan import plan
@@ -226,3 +226,16 @@ def test_commit_sizes_grow_with_the_index_so_a_large_build_stays_linear() -> Non
     assert len(sizes) <= 30 and rewritten < 5 * stored
     assert next_commit_size(4096, 10_000, 4096) == 4096, "the cap holds while the index is small"
 
+
+
+def test_commits_left_to_the_build_hold_ten_seconds_of_a_fast_embedder(tmp_path):
+    """A set commit_passages is the cap; left unset, 4096, or what the build commits in
+    COMMIT_SECONDS when that is more (a GPU), never less."""
+    chosen = IndexConfig(source=tmp_path, index_dir=tmp_path / "i", commit_passages=7)
+    assert commit_cap(chosen, 100_000, 1.0) == 7
+    auto = IndexConfig(source=tmp_path, index_dir=tmp_path / "i")
+    assert commit_cap(auto, 0, 0.0) == 4096
+    assert commit_cap(auto, 46 * 60, 60.0) == 4096  # a CPU's 46 passages/s
+    assert commit_cap(auto, 30_000, 10.0) == 30_000  # a GPU build's 3,000/s: 10 s of them
+    with pytest.raises(ValueError, match="commit_passages"):
+        IndexConfig(source=tmp_path, index_dir=tmp_path / "i", commit_passages=0)

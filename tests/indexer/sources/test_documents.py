@@ -46,3 +46,17 @@ def test_deep_metadata_does_not_overflow_the_stack():
     for _ in range(1000):
         nested = [nested]
     assert validate_document(doc(metadata={"deep": nested})).startswith("metadata.deep[0][0]")
+
+
+def test_the_content_hash_is_kept_and_a_changed_copy_hashes_its_own_content():
+    import dataclasses
+    import pickle
+
+    doc = Document("a", "Title", "text", "a.md", metadata={"k": 1})
+    first = doc.content_hash()
+    assert doc.content_hash() == first and len(first) == 64
+    changed = dataclasses.replace(doc, text="other text")
+    assert changed.content_hash() != first
+    assert dataclasses.replace(changed, text="text").content_hash() == first
+    assert pickle.loads(pickle.dumps(doc)).content_hash() == first
+    assert doc == Document("a", "Title", "text", "a.md", metadata={"k": 1})  # the kept digest is no field
