@@ -9,7 +9,7 @@ for 0.03 s of scoring (BENCHMARKS.md, bench_gpu-allpairs). The GPU waited on the
 
 So, for a model made of a torch `Transformer` with a fast tokenizer followed by `Pooling` and
 `Normalize` only (what the bi-encoders here and all-MiniLM-L6-v2 are), this module:
-- tokenizes with the model's own Rust tokenizer (`backend_tokenizer`, truncation and padding as
+- tokenizes with the model's own Rust tokenizer (`backend_tokenizer`, truncating and padding as
   `Transformer.preprocess` sets them), straight into arrays, in a thread that stays two batches
   ahead (the Rust call releases the GIL);
 - runs the model's own modules (`SentenceTransformer.forward`) and normalises on the device;
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,11 +46,13 @@ class PipelinedEncoder:
     """A bi-encoder's modules and a copy of its Rust tokenizer set to truncate and pad."""
 
     model: Any
-    tokenizer: Any  # tokenizers.Tokenizer, with truncation and padding enabled
+    tokenizer: Any  # tokenizers.Tokenizer, with truncation enabled and no padding (`tokenize` pads)
     counter: Any  # the same without truncation or padding, to count a text's tokens
     type_ids: bool  # whether the transformer takes token_type_ids
     max_length: int | None
     unknown_id: int | None
+    pad_id: int = 0
+    pad_type_id: int = 0
 
     @classmethod
     def of(cls, model: Any) -> PipelinedEncoder | None:
@@ -91,10 +94,12 @@ class PipelinedEncoder:
             tokenizer.enable_truncation(int(max_length))
         else:
             tokenizer.no_truncation()
-        tokenizer.enable_padding(pad_id=hf_tokenizer.pad_token_id, pad_token=hf_tokenizer.pad_token,
-                                 pad_type_id=getattr(hf_tokenizer, "pad_token_type_id", 0))
+        tokenizer.no_padding()
+        if any(tokenizer.encode("a b").type_ids):  # one text is one segment: type 0 throughout
+            return None
         return cls(model, tokenizer, counter, "token_type_ids" in getattr(hf_tokenizer, "model_input_names", ()),
-                   max_length, getattr(hf_tokenizer, "unk_token_id", None))
+                   max_length, getattr(hf_tokenizer, "unk_token_id", None), int(hf_tokenizer.pad_token_id),
+                   int(getattr(hf_tokenizer, "pad_token_type_id", 0) or 0))
 
     def token_counts(self, texts: Sequence[str]) -> list[tuple[int, int]]:
         """(tokens with the special ones, how many of them are the unknown token) for each text,
@@ -104,12 +109,21 @@ class PipelinedEncoder:
                 for ids in (e.ids for e in self.counter.encode_batch_fast(list(texts)))]
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Padded int64 arrays for one batch (runs in the prefetch thread)."""
+        """Int64 arrays for one batch, padded on the right to its longest text, as the Rust
+        tokenizer's own padding gives them (runs in the prefetch thread). Only each text's ids are
+        read from the tokenizer, as Python lists; the mask and the type ids (one segment: 0, and
+        the tokenizer's pad type id after the text) are made here: reading all three lists, padded,
+        held the interpreter lock for 1.8 s of an H100 build of 31k passages."""
         encodings = self.tokenizer.encode_batch_fast(list(texts))
-        arrays = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                  "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64)}
+        lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
+        width = int(lengths.max()) if len(lengths) else 0
+        mask = np.arange(width) < lengths[:, None]
+        ids = np.full(mask.shape, self.pad_id, dtype=np.int64)
+        ids[mask] = np.fromiter(itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64,
+                                count=int(lengths.sum()))
+        arrays = {"input_ids": ids, "attention_mask": mask.astype(np.int64)}
         if self.type_ids:
-            arrays["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+            arrays["token_type_ids"] = np.where(mask, 0, self.pad_type_id).astype(np.int64)
         return arrays
 
     def encode(self, texts: Sequence[str], batch_size: int, flush_every: int,

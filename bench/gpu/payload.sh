@@ -25,7 +25,7 @@ dl() { python3 -m pip download -q --no-deps --only-binary=:all: --python-version
         --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$@"; }
 pin() { grep -iE "^$1(\[[a-z]+\])?==" requirements.txt | sed 's/\[[a-z]*\]//'; }
-dl $out/whl $(pin sqlalchemy) $(pin bm25s) $(pin PyStemmer) $(pin orjson) nvidia-cuda-runtime-cu12==12.9.79
+dl $out/whl $(pin sqlalchemy) $(pin bm25s) $(pin PyStemmer) $(pin orjson) py-spy==0.4.3 nvidia-cuda-runtime-cu12==12.9.79
 dl $first/whl $(pin transformers) $(pin sentence-transformers)
 faiss_pin=$(grep -E "^faiss-gpu==" requirements-gpu.txt)
 if [ ! -f /tmp/semsearch-gpu-faiss.tar.xz ]; then

@@ -4,7 +4,9 @@ The build loop cuts, embeds and commits one chunk after another: while a commit 
 FAISS and BM25, the model waits, and while the model runs, the writes wait. On a CPU the model
 takes nearly all the time and every core, so the loop stays as it is. On a GPU the writes are
 the larger part: the indexer ran at a fraction of `encode()`'s rate on an H100 (BENCHMARKS.md,
-bench_gpu-encode). There `ModelEmbedder.begin` starts a `BackgroundStream` over the plan:
+bench_gpu-encode). On the devices in `pipeline.EMBED_AHEAD_DEVICES` `ModelEmbedder.begin` starts a
+`BackgroundStream` over the plan (none by default: on an H100 the thread and the commits take turns
+holding one interpreter lock, and it was slower in every run measured; the bench compares both):
 
     thread:  cut document -> bi-encoder inputs -> encode_texts -> queue (at most AHEAD_BLOCKS)
     build:   next_chunk -> stream.take(docs, spans) -> commit

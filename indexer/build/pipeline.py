@@ -242,21 +242,22 @@ class PassageCutter:
             for start in range(0, len(docs), step):
                 if self._stop.is_set():
                     return
-                part = [(d.doc_id, d.text, tuple(h.start for h in d.outline.headings))
-                        for d in docs[start:start + step] if d.doc_id not in self.cut]
+                part = [d for d in docs[start:start + step] if d.doc_id not in self.cut]
                 if part:
-                    pending.append(workers.submit(pool, workers.cut_task, as_json, self.passage_tokens,
-                                                  self.overlap_tokens, self.min_tail_tokens, part))
+                    pending.append((part, workers.submit(pool, workers.cut_task, as_json, self.passage_tokens,
+                                                         self.overlap_tokens, self.min_tail_tokens, part)))
                 while len(pending) > ahead or (pending and start + step >= len(docs)):
-                    self._store_cut(pending.popleft().result())
+                    part, future = pending.popleft()
+                    self._store_cut(part, future.result())
                     if self._stop.is_set():
                         return
         except BrokenProcessPool:
             workers.discard(pool)
             self._count_here(copy.deepcopy(self.tokenizer), docs)
 
-    def _store_cut(self, cut: list[tuple[str, list[tuple[int, int, int]]]]) -> None:
-        for doc_id, spans in cut:
+    def _store_cut(self, docs: list[Document], cut: list[tuple[str, list[tuple[int, int, int]], bytes]]) -> None:
+        for doc, (doc_id, spans, digest) in zip(docs, cut, strict=True):
+            doc.keep_content_digest(digest)
             self.cut.setdefault(doc_id, [PassageSpan(*span) for span in spans])
 
     def wait_counted(self, seconds: float) -> None:
@@ -276,9 +277,13 @@ class PassageCutter:
         self.cut, self.sample, self.warned = {}, set(), set()
 
 
-# Devices on which a build embeds in a thread ahead of its commits (`background_embed.py`): on a
-# CPU the model already uses every core, and the commits' share of the time is small.
-EMBED_AHEAD_DEVICES = frozenset({"cuda"})
+# Devices on which a build embeds in a thread ahead of its commits (`background_embed.py`): none.
+# On a CPU the model already uses every core and the commits' share of the time is small; on an
+# H100 the embedding thread and the commits contend for one interpreter lock, and embedding each
+# chunk before its commit was faster in each of three runs on 2026-11-27 (1,915 / 2,411 / 2,124
+# passages/s against 1,888 / 1,995 / 1,967 ahead; BENCHMARKS.md, bench_gpu-encode), so the thread
+# waits until the commits hold the lock less. bench/bench_gpu.py measures both.
+EMBED_AHEAD_DEVICES: frozenset[str] = frozenset()
 
 
 def embeds_ahead(model) -> bool:

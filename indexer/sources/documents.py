@@ -95,12 +95,23 @@ class Document:
     def content_hash(self) -> str:
         """Hash of everything that ends up in the store, so any edit triggers a re-embed. A document
         without an outline hashes as it did before outlines existed."""
-        if self._digest is None:
-            object.__setattr__(self, "_digest", self._content_digest())
-        assert self._digest is not None
-        return self._digest.hex()
+        return self.content_digest().hex()
 
-    def _content_digest(self) -> bytes:
+    def content_digest(self) -> bytes:
+        """`content_hash` as 32 bytes, computed once."""
+        if self._digest is None:
+            object.__setattr__(self, "_digest", self._computed_digest())
+        assert self._digest is not None
+        return self._digest
+
+    def keep_content_digest(self, digest: bytes) -> None:
+        """Take `content_digest` as computed elsewhere from this document's own fields (a build's
+        worker process, `indexer.sources.workers.cut_task`), so that it is not computed again."""
+        if len(digest) != 32:
+            raise ValueError(f"a content digest is 32 bytes (SHA-256), not {len(digest)}")
+        object.__setattr__(self, "_digest", digest)
+
+    def _computed_digest(self) -> bytes:
         content: dict[str, Any] = {"title": self.title, "text": self.text, "metadata": self.metadata}
         if self.outline:
             content["outline"] = self.outline.to_json()

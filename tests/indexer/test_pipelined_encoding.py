@@ -39,6 +39,21 @@ def test_vectors_equal_encode_in_input_order(model):
     assert len(steps) > 1  # flushed in runs of about chunk_size, not once at the end
 
 
+def test_arrays_equal_the_tokenizers_own_padded_batch(model):
+    """Ids, mask and type ids built from the unpadded ids equal what transformers' tokenizer call
+    gives for the batch (padding to its longest text, truncation at max_seq_length)."""
+    encoder = PipelinedEncoder.of(model)
+    assert encoder is not None
+    for batch in (TEXTS, TEXTS[1:3], [TEXTS[0]], [TEXTS[4], TEXTS[0]]):
+        arrays = encoder.tokenize(batch)
+        expected = model.tokenizer(batch, padding=True, truncation=True, max_length=model.max_seq_length,
+                                   return_tensors="np")
+        assert set(arrays) == {"input_ids", "attention_mask", "token_type_ids"}
+        for name, array in arrays.items():
+            np.testing.assert_array_equal(array, expected[name].astype(np.int64), err_msg=name)
+            assert array.dtype == np.int64
+
+
 def test_truncation_follows_max_seq_length(model):
     model.max_seq_length = 8
     try:

@@ -60,3 +60,8 @@ def test_the_content_hash_is_kept_and_a_changed_copy_hashes_its_own_content():
     assert dataclasses.replace(changed, text="text").content_hash() == first
     assert pickle.loads(pickle.dumps(doc)).content_hash() == first
     assert doc == Document("a", "Title", "text", "a.md", metadata={"k": 1})  # the kept digest is no field
+    other = Document("a", "Title", "text", "a.md", metadata={"k": 1})
+    other.keep_content_digest(bytes.fromhex(first))  # as a worker process computed it
+    assert other.content_hash() == first
+    with pytest.raises(ValueError, match="32 bytes"):
+        other.keep_content_digest(b"short")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import subprocess
 import sys
 import textwrap
@@ -55,6 +57,9 @@ def test_workers_cut_real_long_files_as_the_process_does(fast_tokenizer, two_wor
     for doc in docs:
         assert cutter.cut[doc.doc_id] == split_into_sections(doc.text, [], fast_tokenizer, 200, 20, 50), doc.doc_id
     assert sum(len(spans) for spans in cutter.cut.values()) > 100
+    for doc in docs:  # hashed in the workers, as the build's process hashes
+        assert doc._digest is not None
+        assert doc.content_hash() == dataclasses.replace(doc).content_hash(), doc.doc_id
 
 
 def test_without_workers_the_thread_cuts(fast_tokenizer, monkeypatch):
@@ -94,8 +99,6 @@ def test_a_broken_pool_hands_the_work_back(two_workers):
 
 
 def _exit_worker(code: int) -> None:
-    import os
-
     os._exit(code)
 
 
@@ -108,7 +111,8 @@ def test_a_script_without_a_main_guard_is_not_run_again_in_the_workers(tmp_path)
         print(workers.run_all(divmod, [(7, 2), (9, 4)]), flush=True)
     """))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env={**__import__("os").environ, "SEMSEARCH_BUILD_WORKERS": "2", "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "SEMSEARCH_BUILD_WORKERS": "2",
+                              "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["script ran", "[(3, 1), (2, 1)]"], out.stdout + out.stderr
 
