@@ -73,6 +73,9 @@ logger = logging.getLogger(__name__)
 
 # A refresh that races a build deleting the files it just read retries this often.
 _LOAD_ATTEMPTS = 3
+# An index of this many passages or more reads its passage -> document map in a thread
+# (`Index.document_ids`); a smaller one reads it at once (200,000 rows: a fraction of a second).
+BACKGROUND_MAP_PASSAGES = 200_000
 
 
 def _not_found(index_dir: Path) -> IndexNotFoundError:
@@ -130,6 +133,7 @@ class Index:
         self._snapshot: IndexSnapshot | None = None
         self._document_map: DocumentMap | None = None
         self._document_map_covers: str | None = None  # the build whose every passage the map holds
+        self._document_map_loading: str | None = None  # the base a thread reads the map of
         self._matches = FilterMatches()
         self._lock = threading.RLock()
         self._explicit_db: str | None = None
@@ -493,11 +497,21 @@ class Index:
 
     def document_ids(self, passage_ids: Sequence[int]) -> dict[int, int]:
         """Passage id -> document row id; passages never stored are absent (`DocumentMap`: in
-        memory, read once per base build and extended by the rows later commits added)."""
+        memory, read once per base build and extended by the rows later commits added).
+
+        The map of an index of `BACKGROUND_MAP_PASSAGES` or more is read in a thread: until it is
+        in, each call asks SQL for its own ids (an IN list over the key: milliseconds), where the
+        first search of a 10M-passage index waited 54 s for the whole map (BENCHMARKS.md, "Scale
+        at 10,000,000 passages")."""
         if not len(passage_ids):
             return {}
-        base = self.snapshot().info.vector_file
+        snap = self.snapshot()
+        base = snap.info.vector_file
         known = self._document_map
+        if (known is None or known.base != base) and snap.info.passages >= BACKGROUND_MAP_PASSAGES:
+            self._load_document_map_in_background(base)
+            with self._read() as conn:
+                return sql_store.document_ids_of(conn, passage_ids)
         if known is None or known.base != base or not known.covers(passage_ids):
             with self._lock, self._read() as conn:
                 known = self._document_map
@@ -507,6 +521,31 @@ class Index:
                     known = known.extended(conn)
                 self._document_map = known
         return known.lookup(passage_ids)
+
+    def _load_document_map_in_background(self, base: str) -> None:
+        """Start reading `base`'s document map in a thread, unless one already reads it; the map
+        is kept if the loaded base is still `base` when it is in."""
+        with self._lock:
+            if self._document_map_loading == base:
+                return
+            self._document_map_loading = base
+
+        def load() -> None:
+            try:
+                with self._read() as conn:
+                    loaded = DocumentMap.load(conn, base)
+                with self._lock:
+                    current = self._document_map
+                    if self.snapshot().info.vector_file == base and (current is None or current.base != base):
+                        self._document_map = loaded
+            except Exception:  # noqa: BLE001 -- the searches go on asking SQL; the next one tries again
+                logger.exception("reading the passage-to-document map of %s failed", self.index_dir)
+            finally:
+                with self._lock:
+                    if self._document_map_loading == base:
+                        self._document_map_loading = None
+
+        threading.Thread(target=load, name="semsearch-document-map", daemon=True).start()
 
     def matching_passages(self, flt: Filter, snapshot: IndexSnapshot | None = None) -> PassageSubset:
         """The live passages of `snapshot` (default: the loaded build) whose document satisfies the

@@ -305,6 +305,16 @@ def passage_documents(conn: Connection, after: int, limit: int) -> np.ndarray:
     return flat.reshape(len(rows), 2)
 
 
+def document_ids_of(conn: Connection, passage_ids: Sequence[int]) -> dict[int, int]:
+    """Passage id -> document row id of the stored passages among `passage_ids` (a search's few
+    hundred candidates: one IN list over the key)."""
+    out: dict[int, int] = {}
+    for chunk in _chunks(passage_ids):
+        out.update((int(pid), int(did)) for pid, did in conn.execute(
+            select(PassageRow.id, PassageRow.document_id).where(PassageRow.id.in_(chunk))))
+    return out
+
+
 def document_ids_after(conn: Connection, after: int) -> np.ndarray:
     """The row ids of the documents with an id above `after`, ascending (int64)."""
     ids = conn.execute(select(DocumentRow.id).where(DocumentRow.id > after).order_by(DocumentRow.id)).scalars().all()

@@ -67,3 +67,38 @@ def test_document_ids_match_sql_after_delta_commits_and_a_merge(tmp_path: Path, 
         final = sql_pairs(index)
         assert index.document_ids(list(final)) == final
         assert index._document_map.base != first.base
+
+
+def test_a_large_index_answers_from_sql_while_its_map_is_read_in_a_thread(tmp_path: Path, tiny_model: str,
+                                                                          monkeypatch) -> None:
+    """At BACKGROUND_MAP_PASSAGES and above, the first call does not wait for the whole map: it
+    asks SQL for its own ids (the same answers), and the map read in a thread takes over."""
+    import threading
+    import time
+
+    import indexer.index as index_module
+
+    monkeypatch.setattr(index_module, "BACKGROUND_MAP_PASSAGES", 1)
+    source = write_corpus(tmp_path / "src", DOCS)
+    index_dir = tmp_path / "idx"
+    build_index(config(source, index_dir, tiny_model))
+    release = threading.Event()
+    real_load = DocumentMap.load
+
+    def slow_load(conn, base):  # the map is held back until the first answers are in
+        release.wait(30)
+        return real_load(conn, base)
+
+    monkeypatch.setattr(DocumentMap, "load", staticmethod(slow_load))
+    with Index.open(index_dir, use_gpu=False) as index:
+        everything = sql_pairs(index)
+        ids = list(everything)
+        assert index.document_ids(ids) == everything  # from SQL: the map is not in yet
+        assert index._document_map is None
+        assert index.document_ids(ids[:1] + [max(ids) + 1]) == {ids[0]: everything[ids[0]]}  # unknown: absent
+        release.set()
+        deadline = time.monotonic() + 30
+        while index._document_map is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert index._document_map is not None and index._document_map_loading is None
+        assert index.document_ids(ids) == everything  # from the map now
