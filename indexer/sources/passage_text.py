@@ -37,31 +37,28 @@ def title_token_budget(model_max: int) -> int:
 
 def embedded_title(title: str, model) -> str:
     """The title as embedded: cut to its token budget so the passage always fits."""
-    if not title:
-        return ""
-    budget = title_token_budget(int(model.max_seq_length))
-    bare = bare_tokenizer(model.tokenizer)  # the Rust tokenizer: transformers' call cost ~170 us a title
-    if bare is not None:
-        ids = bare.encode(title, add_special_tokens=False).ids
-    else:
-        ids = model.tokenizer(title, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
-    return title if len(ids) <= budget else model.tokenizer.decode(ids[:budget])
+    return embedded_titles([title], model)[0]
 
 
 def embedded_titles(titles: Sequence[str], model) -> list[str]:
-    """`embedded_title` of each of `titles`, tokenized in one batch (which the Rust tokenizer runs
-    without holding the interpreter lock: one call per title cost a GPU build's embedding thread
-    about 50 us a document)."""
-    bare = bare_tokenizer(model.tokenizer)
+    """`embedded_title` of each of `titles`: a title over its token budget is cut to it. Tokenized
+    in one batch by the Rust tokenizer (`bare_tokenizer`), which runs it without holding the
+    interpreter lock (transformers' call cost about 170 us a title in a GPU build); a slow
+    tokenizer is called per title."""
     wanted = [i for i, title in enumerate(titles) if title]
-    if bare is None or not wanted:
-        return [embedded_title(title, model) for title in titles]
-    budget = title_token_budget(int(model.max_seq_length))
     out = list(titles)
-    for i, encoding in zip(wanted, bare.encode_batch([titles[i] for i in wanted], add_special_tokens=False),
-                           strict=True):
-        if len(encoding.ids) > budget:
-            out[i] = model.tokenizer.decode(encoding.ids[:budget])
+    if not wanted:
+        return out
+    budget = title_token_budget(int(model.max_seq_length))
+    bare = bare_tokenizer(model.tokenizer)
+    if bare is not None:
+        token_ids = [e.ids for e in bare.encode_batch([titles[i] for i in wanted], add_special_tokens=False)]
+    else:
+        token_ids = [model.tokenizer(titles[i], add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+                     for i in wanted]
+    for i, ids in zip(wanted, token_ids, strict=True):
+        if len(ids) > budget:
+            out[i] = model.tokenizer.decode(ids[:budget])
     return out
 
 
@@ -69,9 +66,7 @@ def bi_encoder_inputs_of(titles: Sequence[str], passages: Sequence[Sequence[str]
                          embed_titles: bool) -> list[str]:
     """`bi_encoder_inputs` of several documents (their `titles` and each one's `passages`), in order,
     their titles tokenized in one batch."""
-    if not embed_titles:
-        return [passage_text("", passage) for doc_passages in passages for passage in doc_passages]
-    prefixes = embedded_titles([title if doc_passages else "" for title, doc_passages in
+    prefixes = embedded_titles([title if embed_titles and doc_passages else "" for title, doc_passages in
                                 zip(titles, passages, strict=True)], model)
     return [passage_text(prefix, passage) for prefix, doc_passages in zip(prefixes, passages, strict=True)
             for passage in doc_passages]
@@ -87,5 +82,4 @@ def bi_encoder_input(title: str, passage: str, model, embed_titles: bool) -> str
 def bi_encoder_inputs(title: str, passages: Sequence[str], model, embed_titles: bool) -> list[str]:
     """`bi_encoder_input` for each of one document's passages, its title tokenized once (one
     tokenizer call per passage cost a build about 2 s per 40,000 passages)."""
-    prefix = embedded_title(title, model) if embed_titles and passages else ""
-    return [passage_text(prefix, passage) for passage in passages]
+    return bi_encoder_inputs_of([title], [passages], model, embed_titles)
