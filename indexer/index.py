@@ -522,6 +522,14 @@ class Index:
                 self._document_map = known
         return known.lookup(passage_ids)
 
+    def load_document_map(self) -> None:
+        """Read the loaded build's passage-to-document map now, in this thread: for a server that
+        warms up before it answers, or a benchmark timing searches at rest. Without it, a large
+        index reads the map in a thread on its first search (`document_ids`)."""
+        snap = self.snapshot()
+        with self._lock, self._read() as conn:
+            self._current_document_map(conn, snap)
+
     def _load_document_map_in_background(self, base: str) -> None:
         """Start reading `base`'s document map in a thread, unless one already reads it; the map
         is kept if the loaded base is still `base` when it is in."""

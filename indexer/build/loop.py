@@ -284,10 +284,14 @@ class BuildLoop:
                 self.progress(self.report.passages_committed, max(self.total, self.report.passages_committed))
             self.rebuild, self.first, window_first = False, False, False
             self.size = next_commit_size(self.size, result.passages, self.cap())
-            if len(taken.to_embed) == len(changes.to_embed):
+            window_done = len(taken.to_embed) == len(changes.to_embed)
+            if not window_done or self.stream.documents_after():  # not the build's last commit
+                # (a window committed whole in one go is not the last either: readers saw the
+                # progress file stop at the first window's chunks during a 10M ingest)
+                write_progress(self.index.layout.progress_file, self.report.passages_committed,
+                               max(self.total, self.report.passages_committed))
+            if window_done:
                 return
-            write_progress(self.index.layout.progress_file, self.report.passages_committed,
-                           max(self.total, self.report.passages_committed))
 
     def remove_unseen(self) -> None:
         """After the last window of a source read in several: remove in one commit the stored
@@ -365,7 +369,8 @@ class BuildLoop:
 def write_progress(path: Path, done: int, total: int) -> None:
     """Say how far a build that commits in chunks has got, for readers of the index meanwhile
     (`Index.build_progress`): passages committed of those it will commit. Written after each
-    commit but the last (atomically: a temp file renamed), removed when the build ends."""
+    commit but the build's last, windows' last commits included (atomically: a temp file
+    renamed), removed when the build ends."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"done": done, "total": total, "pid": os.getpid()}))
     os.replace(tmp, path)

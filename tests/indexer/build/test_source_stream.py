@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from indexer import BadInputError, BuildInterrupted, Index, IndexConfig, build_index
-from indexer.build import source_stream
+from indexer.build import loop, source_stream
 from indexer.build.report import BuildReport
 from indexer.build.source_stream import SourceStream
 from tests.indexer.helpers import assert_consistent
@@ -151,6 +151,31 @@ def test_a_source_read_in_windows_shows_a_steady_progress_total(tiny_model: str,
     assert final >= 40 and totals[-1] == final
     assert 0.8 * final <= min(totals) and max(totals) <= 1.2 * final, totals
 
+
+
+def test_readers_see_progress_after_each_window_even_one_committed_whole(tiny_model: str, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each window here commits in one go (its commit cap exceeds it): the progress file readers
+    poll (`Index.build_progress`) still moves with every window but the last, and is gone after."""
+    monkeypatch.setattr(source_stream, "WINDOW_DOCUMENTS", 10)
+    source, index_dir = tmp_path / "corpus.jsonl", tmp_path / "index"
+    write_corpus(source, list(range(30)))
+    seen: list[tuple[int, int] | None] = []
+    write = loop.write_progress
+
+    def write_and_read(path: Path, done: int, total: int) -> None:  # what a reader sees right after
+        write(path, done, total)
+        with Index.open(index_dir, use_gpu=False) as reader:
+            seen.append(reader.build_progress())
+
+    monkeypatch.setattr(loop, "write_progress", write_and_read)
+    report = build_index(IndexConfig(source=source, index_dir=index_dir, model=tiny_model, show_progress=False,
+                                     commit_passages=1000))
+    assert report.commits == 3
+    done = [found[0] for found in seen if found is not None]
+    assert len(seen) == 2 and len(done) == 2 and 0 < done[0] < done[1] < report.passages_committed, seen
+    with Index.open(index_dir, use_gpu=False) as reader:
+        assert reader.build_progress() is None
 
 def test_unseen_names_exactly_the_ids_no_window_held(tmp_path):
     """Binary search over the read ids' sorted hashes, past either end included."""

@@ -102,3 +102,24 @@ def test_a_large_index_answers_from_sql_while_its_map_is_read_in_a_thread(tmp_pa
             time.sleep(0.05)
         assert index._document_map is not None and index._document_map_loading is None
         assert index.document_ids(ids) == everything  # from the map now
+
+
+def test_load_document_map_reads_it_now_even_for_a_large_index(tmp_path: Path, tiny_model: str, monkeypatch) -> None:
+    """`load_document_map` waits for the whole map, so later calls never ask SQL for their ids."""
+    import indexer.index as index_module
+    from indexer.store import sql_store
+
+    monkeypatch.setattr(index_module, "BACKGROUND_MAP_PASSAGES", 1)
+    source = write_corpus(tmp_path / "src", DOCS)
+    index_dir = tmp_path / "idx"
+    build_index(config(source, index_dir, tiny_model))
+    with Index.open(index_dir, use_gpu=False) as index:
+        everything = sql_pairs(index)
+        index.load_document_map()
+        assert index._document_map is not None and index._document_map_loading is None
+
+        def no_sql(conn, passage_ids):
+            raise AssertionError("asked SQL although the map is in")
+
+        monkeypatch.setattr(sql_store, "document_ids_of", no_sql)
+        assert index.document_ids(list(everything)) == everything
