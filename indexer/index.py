@@ -501,8 +501,8 @@ class Index:
 
         The map of an index of `BACKGROUND_MAP_PASSAGES` or more is read in a thread: until it is
         in, each call asks SQL for its own ids (an IN list over the key: milliseconds), where the
-        first search of a 10M-passage index waited 54 s for the whole map (BENCHMARKS.md, "Scale
-        at 10,000,000 passages")."""
+        first search of a 10M-passage index waited for the whole map, 43 s read from SQL
+        (BENCHMARKS.md, "Scale at 10,000,000 and 1,000,000 passages")."""
         if not len(passage_ids):
             return {}
         snap = self.snapshot()

@@ -55,7 +55,7 @@ RETRAIN_GROWTH = 4
 # trained on 64 x 16384 = 1M vectors, 10 steps) asks about 250 TFLOP: half an hour at the 179
 # GFLOP/s fp32 peak measured on the 2-core dev machine (BENCHMARKS.md, "Encoding variants"), a fifth
 # of that at 4096. The cost moves to search, which scans nprobe lists of n / 4096 codes (measured at
-# 10M: BENCHMARKS.md, "Scale at 10,000,000 passages"). With a GPU, which trains and assigns in
+# 10M: BENCHMARKS.md, "Scale at 10,000,000 and 1,000,000 passages"). With a GPU, which trains and assigns in
 # seconds, the lists keep growing as 4 sqrt(n). An explicit --nlist is always kept.
 CPU_MAX_NLIST = 4096
 EF_SEARCH_SWEEP = (16, 32, 64, 128, 256, 512, 1024)
