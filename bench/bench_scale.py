@@ -148,7 +148,9 @@ def step_search(index_dir: str, queries: str, exact: str, heldout: str, heldout_
     map_s = time.perf_counter() - started
     for text in texts[:5]:  # warm-up: first-touch page faults and lazy inits
         searcher.search_detailed(text, k=10, mode="hybrid")
-    timings = {"encode": [], "dense_total": [], "dense_retrieve": [], "hybrid_retrieve": [], "faiss": [], "bm25": [], "sql": []}
+    timings: dict[str, list[float]] = {name: [] for name in (
+        "encode", "dense_total", "dense_retrieve", "hybrid_retrieve", "dense_retrieve_again",
+        "hybrid_retrieve_again", "faiss", "bm25", "sql")}
     found_docs = []
     for text, vector in zip(texts, query_vectors, strict=True):
         for mode in ("dense", "hybrid"):
@@ -175,8 +177,7 @@ def step_search(index_dir: str, queries: str, exact: str, heldout: str, heldout_
     # the pages its queries touch first (read from disk unless the page cache holds them).
     for text in texts:
         for mode in ("dense", "hybrid"):
-            timings.setdefault(f"{mode}_retrieve_again", []).append(
-                searcher.search_detailed(text, k=10, mode=mode).timings.retrieve_s)
+            timings[f"{mode}_retrieve_again"].append(searcher.search_detailed(text, k=10, mode=mode).timings.retrieve_s)
     heldout_docs = []
     for vector in np.load(heldout):
         top = [int(i) for i in snap.vectors.search(vector[None, :], 10)[1][0] if i >= 0]

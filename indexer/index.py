@@ -523,9 +523,10 @@ class Index:
         return known.lookup(passage_ids)
 
     def load_document_map(self) -> None:
-        """Read the loaded build's passage-to-document map now, in this thread: for a server that
-        warms up before it answers, or a benchmark timing searches at rest. Without it, a large
-        index reads the map in a thread on its first search (`document_ids`)."""
+        """Read the loaded build's passage-to-document map now, in this thread, for a caller that
+        would rather wait once than have its first searches ask SQL (bench_scale times searches
+        at rest this way). Without it, a large index reads the map in a thread on its first
+        search (`document_ids`)."""
         snap = self.snapshot()
         with self._lock, self._read() as conn:
             self._current_document_map(conn, snap)

@@ -285,9 +285,8 @@ class BuildLoop:
             self.rebuild, self.first, window_first = False, False, False
             self.size = next_commit_size(self.size, result.passages, self.cap())
             window_done = len(taken.to_embed) == len(changes.to_embed)
-            if not window_done or self.stream.documents_after():  # not the build's last commit
-                # (a window committed whole in one go is not the last either: readers saw the
-                # progress file stop at the first window's chunks during a 10M ingest)
+            if not window_done or self.stream.documents_after():  # not the build's last commit,
+                # even when a window went in whole (a 10M ingest's progress had stopped at window 1)
                 write_progress(self.index.layout.progress_file, self.report.passages_committed,
                                max(self.total, self.report.passages_committed))
             if window_done:

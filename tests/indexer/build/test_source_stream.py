@@ -152,7 +152,6 @@ def test_a_source_read_in_windows_shows_a_steady_progress_total(tiny_model: str,
     assert 0.8 * final <= min(totals) and max(totals) <= 1.2 * final, totals
 
 
-
 def test_readers_see_progress_after_each_window_even_one_committed_whole(tiny_model: str, tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Each window here commits in one go (its commit cap exceeds it): the progress file readers
@@ -176,6 +175,7 @@ def test_readers_see_progress_after_each_window_even_one_committed_whole(tiny_mo
     assert len(seen) == 2 and len(done) == 2 and 0 < done[0] < done[1] < report.passages_committed, seen
     with Index.open(index_dir, use_gpu=False) as reader:
         assert reader.build_progress() is None
+
 
 def test_unseen_names_exactly_the_ids_no_window_held(tmp_path):
     """Binary search over the read ids' sorted hashes, past either end included."""
