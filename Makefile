@@ -79,10 +79,12 @@ serve: $(STAMP) demo-index
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 
+# pytest-xdist: one worker per core, at most 4 (each loads torch and models, a few servers start Ray
+# or Chromium); worksteal evens out the minute-long tests. One file alone: .venv/bin/python -m pytest FILE.
 test: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q -n auto --maxprocesses=4 --dist worksteal --durations=15
 
 bench: $(DEV_STAMP)
 	$(PY) bench/bench_indexing.py

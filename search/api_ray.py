@@ -170,10 +170,9 @@ def start(config: ApiConfig, ray_config: RayServeConfig, make_app: Callable[...,
     import ray
 
     if not ray.is_initialized():
-        if ray_config.address == "local":
-            ray.init(include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=ray_config.address, log_to_driver=False)
+        # Ray's own "local" starts a new instance even where RAY_ADDRESS names another.
+        ray.init(address=ray_config.address, log_to_driver=False,
+                 include_dashboard=False if ray_config.address == "local" else None)
     serve.start(http_options={"host": ray_config.host, "port": ray_config.port})
     serve.run(application(config, ray_config, make_app), name=APP_NAME, route_prefix="/")
     logger.info("serving on Ray Serve at http://%s:%d/ with %d replica(s)%s", ray_config.host, ray_config.port,

@@ -93,10 +93,10 @@ def connect(address: str) -> bool:
                           "pip install -r requirements-dev.txt (it pins ray[data,serve]), or make install-dev.") from err
     if ray.is_initialized():
         return False
-    if address == "local":
-        ray.init(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
-    else:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    # Ray's own "local" starts a new instance even where RAY_ADDRESS or `ray start` names another
+    # (a bare ray.init() would join that one).
+    ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False,
+             include_dashboard=False if address == "local" else None)
     return True
 
 

@@ -22,7 +22,6 @@ QUERIES = ["volcano ash", "bread oven", "bank rates", "cat in the garden"]
 @pytest.fixture(autouse=True)
 def _one_thread_workers(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # inherited by the Ray workers
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
 
 
 def _corpus(folder: Path, count: int, seed: int) -> Path:
@@ -70,6 +69,8 @@ def test_ray_local_build_and_update_match_single_process(tiny_model: str, tmp_pa
         return original_call(self, model, texts, *args, **kwargs)
 
     monkeypatch.setattr(ray_embed.RayStream, "__call__", counting_call)
+    # 'local' starts a Ray here even where the environment names a cluster (none answers there).
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
     source = _corpus(tmp_path / "docs", 24, seed=0)
     # Short passages and small commits: several commits, each taking its slice of one Ray stream.
     options = {"passage_tokens": 24, "overlap_tokens": 4, "commit_passages": 40}
