@@ -4,9 +4,10 @@ Files are read by content, not by extension: a PDF by its header and a Word file
 what its ZIP container holds, whatever their names (`indexer.sources.formats`); HTML by its
 name or its opening tag; and a README, `.rst`, `.log` or a file without an extension is one
 document when its bytes decode as text (binary is told by NUL bytes, as `_decode` does). A
-gzip-compressed file is read as what it holds (`notes.txt.gz`, `corpus.jsonl.gz`). Only
-`.jsonl` and `.csv` are read as records, one document each. Each whole-file document keeps
-its outline (pages, headings: `indexer.sources.outline`), from which every passage is located.
+gzip-compressed file is read as what it holds (`notes.txt.gz`, `corpus.jsonl.gz`,
+`manual.pdf.gz`). Only `.jsonl` and `.csv` are read as records, one document each. Each
+whole-file document keeps its outline (pages, headings: `indexer.sources.outline`), from which
+every passage is located.
 
 Bad records never stop a build by default: each is reported through `on_issue`
 with its file and line and skipped. The caller decides whether an issue is fatal
@@ -24,6 +25,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,6 +57,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # Generous for UTF-8 text: a decompressed file larger than this many bytes per allowed
 # character cannot hold an acceptable document, so it is refused before it fills memory.
 _MAX_BYTES_PER_CHAR = 4
+# A PDF, Word file or e-book compressed with gzip (Debian ships manuals so: bzip2's manual.pdf.gz)
+# is unpacked into a temporary file of at most this many bytes (a gzip bomb never fills the disk).
+_MAX_UNPACKED_BYTES = 1 << 30
 _SNIFF_BYTES = 8192
 # The csv module refuses fields over 128 KiB by default; a document's size is limited
 # by `max_document_chars` instead, with a message that says how to raise it.
@@ -130,13 +135,17 @@ def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
         return None
 
 
+def _damaged_gzip(label: str, err: Exception) -> InputIssue:
+    return InputIssue(label, None, f"damaged gzip file ({err}); re-compress it or index it uncompressed")
+
+
 def _gunzip(raw: bytes, label: str, on_issue: IssueHandler, limit: int | None) -> bytes | None:
     """The bytes a gzip file holds, refused past `limit` bytes (a gzip bomb never fills memory)."""
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
             data = fh.read(-1 if limit is None else limit + 1)
     except (OSError, EOFError, zlib.error) as err:
-        on_issue(InputIssue(label, None, f"damaged gzip file ({err}); re-compress it or index it uncompressed"))
+        on_issue(_damaged_gzip(label, err))
         return None
     if limit is not None and len(data) > limit:
         on_issue(InputIssue(label, None, f"gzip file holds more than {limit:,} bytes, more than a "
@@ -261,10 +270,12 @@ def _head(path: Path) -> bytes:
         return b""  # reading it whole reports why
 
 
-def read_formatted_file(path: Path, label: str, on_issue: IssueHandler, kind: str) -> Iterator[Document]:
-    """The document of a PDF, Word file or e-book (`formats.detect`'s `kind`)."""
+def read_formatted_file(path: Path, label: str, on_issue: IssueHandler, kind: str,
+                        content: Path | None = None) -> Iterator[Document]:
+    """The document of a PDF, Word file or e-book (`formats.detect`'s `kind`); `content` is the
+    file read when it is not `path` itself (what a gzip file at `path` held)."""
     try:
-        extracted = formats.extract(path, kind)
+        extracted = formats.extract(content or path, kind)
     except UnreadableDocument as err:
         on_issue(InputIssue(label, None, str(err)))
         return
@@ -280,9 +291,14 @@ def read_file(
     on_issue: IssueHandler,
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
-    """The one document of a file that is not a record file: PDF, Word, EPUB, HTML or text."""
+    """The one document of a file that is not a record file: PDF, Word, EPUB, HTML or text, each
+    also gzip-compressed."""
+    head = _head(path)
+    if head.startswith(_GZIP_MAGIC) and formats.is_container(_gzip_head(path)):
+        yield from _read_packed_container(path, label, on_issue)
+        return
     try:
-        kind = formats.detect(path, _head(path))
+        kind = formats.detect(path, head)
     except UnreadableDocument as err:
         on_issue(InputIssue(label, None, str(err)))
         return
@@ -290,6 +306,46 @@ def read_file(
         yield from read_formatted_file(path, label, on_issue, kind)
     else:
         yield from read_text_file(path, label, on_issue, max_document_chars)
+
+
+def _gzip_head(path: Path) -> bytes:
+    try:
+        with gzip.open(path, "rb") as fh:
+            return fh.read(8)
+    except (OSError, EOFError, zlib.error):
+        return b""  # reading it as text reports the damage
+
+
+def _read_packed_container(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
+    """The document of a gzip-compressed PDF, Word file or e-book (`manual.pdf.gz`), unpacked into a
+    temporary file that is gone when this returns."""
+    with tempfile.TemporaryDirectory(prefix="semsearch-unpacked-") as folder:
+        unpacked = Path(folder) / (content_name(path) or "unpacked")
+        try:
+            with gzip.open(path, "rb") as packed, unpacked.open("wb") as out:
+                size = 0
+                while size <= _MAX_UNPACKED_BYTES and (block := packed.read(1 << 20)):
+                    out.write(block)
+                    size += len(block)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            on_issue(_damaged_gzip(label, err))
+            return
+        except OSError as err:
+            on_issue(InputIssue(label, None, f"unreadable ({err.strerror or err})"))
+            return
+        if size > _MAX_UNPACKED_BYTES:
+            on_issue(InputIssue(label, None, f"gzip file holds more than {_MAX_UNPACKED_BYTES:,} bytes; "
+                                "unpack it and index what it holds"))
+            return
+        try:
+            kind = formats.detect(unpacked, _head(unpacked))
+        except UnreadableDocument as err:
+            on_issue(InputIssue(label, None, str(err)))
+            return
+        # None only when the file changed since its head was read: it is text now.
+        documents = list(read_formatted_file(path, label, on_issue, kind, content=unpacked) if kind
+                         else read_text_file(path, label, on_issue))
+    yield from documents
 
 
 def read_text_file(

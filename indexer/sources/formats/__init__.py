@@ -53,6 +53,12 @@ def _zip_kind(path: Path) -> str:
                              "and index the folder it holds")
 
 
+def is_container(head: bytes) -> bool:
+    """Whether a file opening with `head` is a PDF or a ZIP container (Word, EPUB): what `detect`
+    reads, rather than text."""
+    return head.startswith((_PDF_MAGIC, _ZIP_MAGIC))
+
+
 def detect(path: Path, head: bytes) -> str | None:
     """PDF, DOCX or EPUB for a file whose first bytes are `head`, or None for any other file
     (text, perhaps HTML: see `is_html`). Raises `UnreadableDocument` for a ZIP that is neither."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 
@@ -467,3 +468,47 @@ def test_count_documents_counts_records_and_files_without_parsing(tmp_path):
     (folder / "e.md").write_text("# another")
     assert count_documents(folder) == 3 + 5 + 2 + 1 + 1
     assert count_documents(folder) == len(list(read_documents(folder)))
+
+
+def test_a_gzip_compressed_pdf_word_file_or_e_book_is_read_as_the_file_it_holds(tmp_path, monkeypatch):
+    """Debian ships manuals as manual.pdf.gz: each is the same document as the file unpacked,
+    under its own name, and the temporary file it was unpacked into is gone."""
+    import gzip
+
+    from tests.indexer.sources.formats.samples import (
+        PAGE_TEXTS,
+        truncate,
+        write_docx,
+        write_epub,
+        write_pdf,
+        write_zip,
+    )
+
+    plain, packed, scratch = tmp_path / "plain", tmp_path / "packed", tmp_path / "scratch"
+    for folder in (plain, packed, scratch):
+        folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    files = [write_pdf(plain / "manual.pdf", PAGE_TEXTS, title="The Manual"),
+             write_docx(plain / "letter.docx", [("Heading 1", "Refunds"), ("p", "Refunds take ten days.")]),
+             write_epub(plain / "book.epub", [("One", "<p>A chapter about lighthouses.</p>")])]
+    for path in files:
+        (packed / f"{path.name}.gz").write_bytes(gzip.compress(path.read_bytes()))
+    (packed / "cut.pdf.gz").write_bytes(gzip.compress(truncate(write_pdf(scratch / "cut.pdf", PAGE_TEXTS)).read_bytes()))
+    (scratch / "cut.pdf").unlink()
+    (packed / "bundle.zip.gz").write_bytes(gzip.compress(write_zip(scratch / "b.zip", {"a.txt": "hi"}).read_bytes()))
+    (scratch / "b.zip").unlink()
+    whole = gzip.compress(files[0].read_bytes())
+    (packed / "half.pdf.gz").write_bytes(whole[: len(whole) // 2])
+    expected, _ = collect(plain)
+    docs, issues = collect(packed)
+    assert [(d.doc_id, d.title, d.text, d.outline) for d in docs] == [
+        (f"{d.doc_id}.gz", d.title, d.text, d.outline) for d in expected]
+    by_id = {d.doc_id: d for d in docs}
+    assert by_id["manual.pdf.gz"].title == "The Manual"
+    assert len(by_id["manual.pdf.gz"].outline.page_starts) == len(PAGE_TEXTS)
+    assert "ten days" in by_id["letter.docx.gz"].text and "lighthouses" in by_id["book.epub.gz"].text
+    assert len(issues) == 3, issues
+    assert issues[0].startswith("bundle.zip.gz: a ZIP archive that is not a Word file")
+    assert issues[1].startswith("cut.pdf.gz: damaged or truncated PDF")
+    assert issues[2].startswith("half.pdf.gz: damaged gzip file (Compressed file ended")
+    assert list(scratch.iterdir()) == []
