@@ -512,3 +512,20 @@ def test_a_gzip_compressed_pdf_word_file_or_e_book_is_read_as_the_file_it_holds(
     assert issues[1].startswith("cut.pdf.gz: damaged or truncated PDF")
     assert issues[2].startswith("half.pdf.gz: damaged gzip file (Compressed file ended")
     assert list(scratch.iterdir()) == []
+
+
+def test_postscript_is_refused_naming_ps2pdf_rather_than_indexed_as_its_drawing_code(tmp_path):
+    """Debian's manual.ps.gz beside manual.pdf.gz: PostScript is printable text, but its words are
+    drawing operators; a text that only mentions %!PS is read as usual."""
+    import gzip
+
+    program = b"%!PS-Adobe-3.0\n%%Pages: 2\n/Times-Roman findfont 12 scalefont setfont\n72 720 moveto (Hello) show\nshowpage\n"
+    (tmp_path / "manual.ps").write_bytes(program)
+    (tmp_path / "manual.ps.gz").write_bytes(gzip.compress(program))
+    (tmp_path / "figure.eps").write_bytes(program.replace(b"%!PS-Adobe-3.0", b"%!PS-Adobe-3.0 EPSF-3.0"))
+    (tmp_path / "notes.txt").write_text("A PostScript file opens with %!PS on its first line.")
+    docs, issues = collect(tmp_path)
+    assert [d.doc_id for d in docs] == ["notes.txt"]
+    assert sorted(issues) == sorted(f"{name}: a PostScript file (the program that draws its pages, not their text); "
+                              "convert it to PDF (ps2pdf FILE) and index the PDF"
+                                    for name in ("figure.eps", "manual.ps", "manual.ps.gz"))
