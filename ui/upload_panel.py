@@ -44,7 +44,7 @@ def upload_section(folder: Path) -> None:
         key="uploads",
         help="A PDF (its text layer), Word file (.docx), web page (.html) or e-book (.epub) becomes one "
         "document, each hit showing its page or section; so does any text file (.txt, .md, .rst, a "
-        "README, .gz of one). Each "
+        "README), and a .gz of any of these. Each "
         ".jsonl line and .csv row is one, and needs a `text` field (and may have `id` and "
         "`title`). A .csv names its columns in its first row; one without a `text` column asks "
         "which of its columns holds the text.",

@@ -74,11 +74,15 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
 )
 
-# Text that is a program drawing pages, not what they say: its operators would fill the index.
-# Debian ships manuals as manual.ps.gz beside manual.pdf.gz (EPS figures open the same way).
-_POSTSCRIPT_MAGIC = b"%!PS"
-_POSTSCRIPT = ("a PostScript file (the program that draws its pages, not their text); convert it to PDF "
-               "(ps2pdf FILE) and index the PDF")
+# Printable formats that are not read as text: their markup or operators would fill the index.
+# Debian ships manuals as manual.ps.gz beside manual.pdf.gz (EPS figures open the same way); a
+# Word RTF file opens with kilobytes of font and style tables before its first word.
+_MARKUP_SIGNATURES = (
+    (b"%!PS", "a PostScript file (the program that draws its pages, not their text); convert it to PDF "
+              "(ps2pdf FILE) and index the PDF"),
+    (b"{\\rtf", "an RTF file, which is not read yet (its words sit among formatting codes); save it as "
+                 ".docx or PDF and index that"),
+)
 # Formats whose first bytes may all be printable, so the NUL test alone could miss them.
 _BINARY_SIGNATURES = (
     (b"%PDF-", "a PDF"),
@@ -116,8 +120,9 @@ def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
         on_issue(InputIssue(label, None, f"binary file ({kind}); only text is indexed: extract "
                             "its text to a .txt file first"))
         return None
-    if raw.startswith(_POSTSCRIPT_MAGIC):
-        on_issue(InputIssue(label, None, _POSTSCRIPT))
+    markup = next((problem for magic, problem in _MARKUP_SIGNATURES if raw.startswith(magic)), None)
+    if markup is not None:
+        on_issue(InputIssue(label, None, markup))
         return None
     bom, encoding, name = next(
         ((bom, enc, name) for bom, enc, name in _BOMS if raw.startswith(bom)), (b"", "utf-8", "UTF-8")

@@ -514,18 +514,22 @@ def test_a_gzip_compressed_pdf_word_file_or_e_book_is_read_as_the_file_it_holds(
     assert list(scratch.iterdir()) == []
 
 
-def test_postscript_is_refused_naming_ps2pdf_rather_than_indexed_as_its_drawing_code(tmp_path):
-    """Debian's manual.ps.gz beside manual.pdf.gz: PostScript is printable text, but its words are
-    drawing operators; a text that only mentions %!PS is read as usual."""
+def test_postscript_and_rtf_are_refused_saying_what_to_convert_them_to_rather_than_indexed_as_code(tmp_path):
+    """Debian's manual.ps.gz beside manual.pdf.gz: PostScript is printable, but its words are
+    drawing operators, as an RTF file's are formatting codes; a text that only mentions them is
+    read as usual."""
     import gzip
 
     program = b"%!PS-Adobe-3.0\n%%Pages: 2\n/Times-Roman findfont 12 scalefont setfont\n72 720 moveto (Hello) show\nshowpage\n"
     (tmp_path / "manual.ps").write_bytes(program)
     (tmp_path / "manual.ps.gz").write_bytes(gzip.compress(program))
     (tmp_path / "figure.eps").write_bytes(program.replace(b"%!PS-Adobe-3.0", b"%!PS-Adobe-3.0 EPSF-3.0"))
-    (tmp_path / "notes.txt").write_text("A PostScript file opens with %!PS on its first line.")
+    (tmp_path / "policy.rtf").write_bytes(b"{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}}\\f0 Returns take thirty days.\\par}")
+    (tmp_path / "notes.txt").write_text("A PostScript file opens with %!PS, an RTF file with {\\rtf1.")
     docs, issues = collect(tmp_path)
     assert [d.doc_id for d in docs] == ["notes.txt"]
-    assert sorted(issues) == sorted(f"{name}: a PostScript file (the program that draws its pages, not their text); "
-                              "convert it to PDF (ps2pdf FILE) and index the PDF"
-                                    for name in ("figure.eps", "manual.ps", "manual.ps.gz"))
+    postscript = ("a PostScript file (the program that draws its pages, not their text); convert it to PDF "
+                  "(ps2pdf FILE) and index the PDF")
+    assert sorted(issues) == sorted([f"{name}: {postscript}" for name in ("figure.eps", "manual.ps", "manual.ps.gz")] + [
+        "policy.rtf: an RTF file, which is not read yet (its words sit among formatting codes); save it as .docx or "
+        "PDF and index that"])
