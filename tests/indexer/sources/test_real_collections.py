@@ -154,3 +154,36 @@ def test_a_phrase_from_page_n_of_a_real_manual_is_found_on_page_n(tmp_path, tiny
     assert top.doc_id == largest.relative_to(source).as_posix(), (phrase, [h.doc_id for h in hits])
     assert top.location.page_first <= page <= top.location.page_last, (phrase, page, top.location)
     assert phrase.split()[0] in top.text
+
+
+def test_debians_compressed_manuals_pdf_read_as_pdf_and_postscript_named(tmp_path, tiny_model):
+    """Debian ships manuals as manual.pdf.gz beside manual.ps.gz (bzip2, gdb, man-db, nettle, ...):
+    each .pdf.gz is the document its PDF is, page by page; each .ps.gz is named, not indexed as
+    PostScript code."""
+    import gzip
+
+    from search import Searcher
+
+    packed = sorted(DOC.glob("*/*.pdf.gz"), key=lambda p: p.stat().st_size)[:3]
+    postscript = sorted(DOC.glob("*/*.ps.gz"), key=lambda p: p.stat().st_size)[:2]
+    if not packed or not postscript:
+        pytest.skip(f"Debian's compressed manuals: found {len(packed)} .pdf.gz and {len(postscript)} .ps.gz under "
+                    f"{DOC}; apt-get install bzip2 man-db")
+    source = copy(packed + postscript, DOC, tmp_path / "manuals")
+    report = build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model, show_progress=False))
+    names = {p.relative_to(DOC).as_posix() for p in packed}
+    assert report.total_documents == len(packed), report.summary()
+    assert {issue.path for issue in report.issues} == {p.relative_to(DOC).as_posix() for p in postscript}
+    assert all("a PostScript file" in issue.problem for issue in report.issues)
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    for path in packed:
+        (unpacked / path.name[:-3]).write_bytes(gzip.decompress(path.read_bytes()))
+    plain = {f"{d.doc_id}.gz": d for d in read_documents(unpacked, on_issue=lambda issue: None)}
+    documents = {d.doc_id: d for d in read_documents(source, on_issue=lambda issue: None)}
+    assert {Path(name).name: documents[name].text for name in names} == {name: d.text for name, d in plain.items()}
+    largest = max(names, key=lambda name: len(documents[name].text))
+    phrase = unique_phrase(documents[largest].text, [documents[n].text for n in names if n != largest])
+    with Searcher(tmp_path / "idx", model_loading="lazy") as searcher:
+        hits = searcher.search(phrase, k=3, mode="bm25")
+    assert hits and hits[0].doc_id == largest and hits[0].location.page_first is not None, (phrase, hits[:1])
