@@ -43,6 +43,7 @@ from indexer.sources.documents import (
     validate_document,
 )
 from indexer.sources.formats import Extracted, UnreadableDocument
+from indexer.sources.legacy_text import decode_legacy
 from indexer.sources.outline import outline_of_text
 
 logger = logging.getLogger(__name__)
@@ -138,14 +139,15 @@ def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
         return codecs.decode(body, encoding)
     except UnicodeDecodeError as err:
         line = codecs.decode(body[: err.start], encoding, errors="replace").count("\n") + 1
-        on_issue(
-            InputIssue(
-                label,
-                line,
-                f"invalid {name} at byte {len(bom) + err.start}; re-save the file as UTF-8",
-            )
-        )
-        return None
+        where = f"byte {len(bom) + err.start}"
+        legacy = None if bom else decode_legacy(raw)
+        if legacy is None:
+            on_issue(InputIssue(label, line, f"invalid {name} at {where}; re-save the file as UTF-8"))
+            return None
+        text, legacy_name = legacy
+        on_issue(InputIssue(label, line, f"not UTF-8 (at {where}); read as {legacy_name}: if its accented "
+                            "letters look wrong, re-save the file as UTF-8", partial=True))
+        return text
 
 
 def _damaged_gzip(label: str, err: Exception) -> InputIssue:

@@ -88,7 +88,7 @@ def test_csv_issue_keeps_the_cli_flags_out_of_its_message(tmp_path):
 
 def test_binary_invalid_utf8_empty_and_unsupported_files_are_reported(tmp_path):
     (tmp_path / "bin.txt").write_bytes(b"abc\x00\x01\x02")
-    (tmp_path / "latin.txt").write_bytes(b"line one\ncaf\xe9\n")
+    (tmp_path / "damaged.txt").write_bytes(b"line one\n\x81\x8d stray bytes\n")
     (tmp_path / "empty.md").write_text("   \n")
     (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.4")
     (tmp_path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
@@ -96,7 +96,7 @@ def test_binary_invalid_utf8_empty_and_unsupported_files_are_reported(tmp_path):
     docs, issues = collect(tmp_path)
     assert [d.doc_id for d in docs] == ["ok.txt"]
     assert "bin.txt: binary file (it holds NUL bytes); only text is indexed" in issues
-    assert "latin.txt:2: invalid UTF-8 at byte 12; re-save the file as UTF-8" in issues
+    assert "damaged.txt:2: invalid UTF-8 at byte 9; re-save the file as UTF-8" in issues
     assert "empty.md: empty document" in issues
     assert ("paper.pdf: damaged or truncated PDF (Failed to load document (PDFium: Data format error)); "
             "download or export it again") in issues
@@ -437,6 +437,29 @@ def test_a_plain_utf8_file_is_read_a_line_at_a_time_as_the_whole_text_splits(tmp
     path = tmp_path / "f.jsonl"
     path.write_bytes(text.encode("utf-8"))
     assert list(readers._file_lines(path)) == list(readers._lines(text.removeprefix("\ufeff")))
+
+
+def test_text_in_a_legacy_encoding_is_read_with_a_warning_naming_it(tmp_path):
+    """Old changelogs and exported tickets in Windows-1252, Russian in KOI8-R, Japanese in
+    Shift-JIS: each indexed as written, with a warning that names the encoding it was read in."""
+    texts = {
+        "latin.txt": ("cp1252", "Jörg Müller fixed the café's menu; the naïve façade stayed.\n"),
+        "russian.txt": ("koi8-r", "Привет, мир! Это тестовый файл на русском языке, сохранённый давно.\n"),
+        "japanese.txt": ("shift_jis", "これは日本語のテキストファイルです。古いエディタで保存されました。\n"),
+    }
+    for name, (encoding, text) in texts.items():
+        (tmp_path / name).write_bytes(text.encode(encoding))
+    # A changelog in UTF-8 whose older entries are in Latin-1: each part read as written.
+    (tmp_path / "changelog").write_bytes("2024: Zoë fixed it\n".encode() + "1999: Günter wrote it\n".encode("latin-1"))
+    docs, issues = collect(tmp_path)
+    assert {d.doc_id: d.text for d in docs} == {**{name: text for name, (_, text) in texts.items()},
+                                                "changelog": "2024: Zoë fixed it\n1999: Günter wrote it\n"}
+    assert sorted(issues) == [
+        "changelog:2: not UTF-8 (at byte 27); read as Windows-1252: if its accented letters look wrong, re-save the file as UTF-8",
+        "japanese.txt:1: not UTF-8 (at byte 0); read as cp932: if its accented letters look wrong, re-save the file as UTF-8",
+        "latin.txt:1: not UTF-8 (at byte 1); read as Windows-1252: if its accented letters look wrong, re-save the file as UTF-8",
+        "russian.txt:1: not UTF-8 (at byte 0); read as koi8_r: if its accented letters look wrong, re-save the file as UTF-8",
+    ]
 
 
 def test_a_jsonl_file_is_streamed_only_when_it_is_plain_utf8(tmp_path, monkeypatch):
