@@ -7,9 +7,10 @@ case: old changelogs, AUTHORS files, exported tickets) but no other script; char
 alone recognises Cyrillic, Japanese and Korean but calls most Western European files Windows-1250,
 Big5 or Shift-JIS. So a file whose Windows-1252 reading looks like a Western language (a few
 accented letters among ASCII words) is read so, its valid UTF-8 sequences kept (a changelog
-in UTF-8 with older entries in Latin-1), and any other is read as charset-normalizer guesses. Central European and Turkish files saved in their own code pages come back with some
-letters wrong (ř as ø, ş as þ); the caller says which encoding it used, so a user can re-save
-the file as UTF-8.
+in UTF-8 with older entries in Latin-1), and any other is read as charset-normalizer guesses.
+Central European and Turkish files saved in their own code pages come back with some letters
+wrong (ř as ø, ş as þ); the caller says which encoding it used, so a user can re-save the file
+as UTF-8.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ _OTHER_SCRIPTS = ("cp1250", "iso8859_2", "cp1251", "koi8_r", "koi8_u", "iso8859_
 # A guess in another script needs this many letters beyond ASCII: a few stray bytes in an
 # English file are damage, not Cyrillic.
 _MIN_OTHER_LETTERS = 16
+_WHOLE_BYTES = 1 << 16
 
 
 def _western(text: str) -> bool:
@@ -65,7 +67,10 @@ def decode_legacy(raw: bytes) -> tuple[str, str] | None:
         return text, "Windows-1252"
     from charset_normalizer import from_bytes
 
-    best = from_bytes(raw, steps=1, chunk_size=max(1, len(raw)), cp_isolation=list(_OTHER_SCRIPTS)).best()
+    # The whole of a small file; 16 pieces spread over a large one (its guess takes a pass in
+    # Python over what it reads, for each code page).
+    steps, chunk = (1, max(1, len(raw))) if len(raw) <= _WHOLE_BYTES else (16, 4096)
+    best = from_bytes(raw, steps=steps, chunk_size=chunk, cp_isolation=list(_OTHER_SCRIPTS)).best()
     if best is None:
         return None
     other = str(best)
