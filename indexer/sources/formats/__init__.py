@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 from indexer.sources.formats.extracted import Extracted, UnreadableDocument
+from indexer.sources.legacy_text import decode_legacy
 
 PDF, DOCX, EPUB, HTML = "pdf", "docx", "epub", "html"
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
@@ -94,7 +95,8 @@ _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)"""
 
 def decode_html(raw: bytes) -> str:
     """An HTML file's text: by its byte-order mark, else UTF-8, else the charset its <meta> tag
-    declares, else Windows-1252 (what browsers assume for an undeclared legacy page)."""
+    declares, else the legacy encoding a text file would be read in (`legacy_text.decode_legacy`:
+    Windows-1252 for a Western page, as browsers assume), else Windows-1252 with replacements."""
     for bom, encoding in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
         if raw.startswith(bom):
             return raw[len(bom):].decode(encoding, errors="replace")
@@ -108,7 +110,8 @@ def decode_html(raw: bytes) -> str:
             return raw.decode(declared.group(1).decode("ascii"), errors="replace")
         except LookupError:
             pass
-    return raw.decode("cp1252", errors="replace")
+    legacy = decode_legacy(raw)
+    return legacy[0] if legacy is not None else raw.decode("cp1252", errors="replace")
 
 
 def extract_html(text: str) -> Extracted:

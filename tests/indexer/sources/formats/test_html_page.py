@@ -36,3 +36,6 @@ def test_legacy_pages_decode_by_their_declared_charset():
     raw = "<html><head><meta charset='iso-8859-1'></head><body><p>caf\u00e9 cr\u00e8me</p></body></html>"
     assert "café crème" in decode_html(raw.encode("iso-8859-1"))
     assert "café" in decode_html("<p>café</p>".encode("cp1252"))
+    # Undeclared and not Western: read as a text file in that code page would be.
+    russian = "<html><body><p>Добро пожаловать в систему TeX Live, это старая страница.</p></body></html>"
+    assert decode_html(russian.encode("cp1251")) == russian
