@@ -43,8 +43,8 @@ class Hit:
     document's metadata (`dict(hit.metadata)` gives a dict to change), and the hash leaves it out,
     so two equal hits hash alike. `to_dict()` is the hit as JSON-ready plain values.
 
-    `location` is where the passage sits in its document: its pages (PDF) and heading path
-    (Word, HTML, EPUB, Markdown, reST); `location.label` reads "p. 7 · Installation › Linux", and
+    `location` is where the passage sits in its document: its pages (PDF; a presentation's slides)
+    and heading path (Word, OpenDocument, HTML, EPUB, Markdown, reST); `location.label` reads "p. 7 · Installation › Linux", and
     is "" for a document without pages or headings (a JSONL record, plain text).
     """
 

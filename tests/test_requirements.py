@@ -10,7 +10,7 @@ from data.paths import PROJECT_ROOT as ROOT
 
 # requirements-dev.txt's packages by the name they are imported as.
 DEV_IMPORTS = {"ray", "pytest", "xdist", "hypothesis", "websockets", "httpx", "schemathesis", "fpdf", "pdfminer",
-               "docx2txt", "ruff", "mypy", "mkdocs", "material"}
+               "docx2txt", "odf", "ruff", "mypy", "mkdocs", "material"}
 PRODUCT = ("indexer", "search", "training", "ui", "data", "app.py")
 # Imported only inside the function that needs it, with an error naming requirements-dev.txt.
 OPTIONAL = {("indexer/build/ray_embed.py", "ray"), ("search/api_ray.py", "ray")}

@@ -75,7 +75,7 @@ class Document:
 
     `line` is where the record starts in `source` (None for a whole-file document); it
     only locates the record for messages, so it is not part of `content_hash`. `outline` holds
-    the pages and headings of a whole-file document (PDF, Word, HTML, EPUB, Markdown, reST),
+    the pages and headings of a whole-file document (PDF, office files, HTML, EPUB, Markdown, reST),
     from which each passage's location is taken; it is hashed with the text when there is one.
     Slotted, with one shared empty outline: a build holds a window of up to a million of them.
     """

@@ -1,8 +1,8 @@
 """Turn a source path into documents: a folder of files, .jsonl, .csv, or a BEIR corpus.
 
-Files are read by content, not by extension: a PDF by its header and a Word file or e-book by
-what its ZIP container holds, whatever their names (`indexer.sources.formats`); HTML by its
-name or its opening tag; and a README, `.rst`, `.log` or a file without an extension is one
+Files are read by content, not by extension: a PDF or RTF file by its header, and a Word,
+PowerPoint or OpenDocument file or an e-book by what its ZIP container holds, whatever their
+names (`indexer.sources.formats`); HTML by its name or its opening tag; and a README, `.rst`, `.log` or a file without an extension is one
 document when its bytes decode as text (binary is told by NUL bytes, as `_decode` does). A
 gzip-compressed file is read as what it holds (`notes.txt.gz`, `corpus.jsonl.gz`,
 `manual.pdf.gz`). Only `.jsonl` and `.csv` are read as records, one document each. Each
@@ -76,13 +76,11 @@ _BOMS = (
 )
 
 # Printable formats that are not read as text: their markup or operators would fill the index.
-# Debian ships manuals as manual.ps.gz beside manual.pdf.gz (EPS figures open the same way); a
-# Word RTF file opens with kilobytes of font and style tables before its first word.
+# Debian ships manuals as manual.ps.gz beside manual.pdf.gz (EPS figures open the same way). RTF,
+# printable too, is told apart before (`formats.detect`) and read for its text.
 _MARKUP_SIGNATURES = (
     (b"%!PS", "a PostScript file (the program that draws its pages, not their text); convert it to PDF "
               "(ps2pdf FILE) and index the PDF"),
-    (b"{\\rtf", "an RTF file, which is not read yet (its words sit among formatting codes); save it as "
-                 ".docx or PDF and index that"),
 )
 # Formats whose first bytes may all be printable, so the NUL test alone could miss them.
 _BINARY_SIGNATURES = (
@@ -287,8 +285,8 @@ def _head(path: Path) -> bytes:
 
 def read_formatted_file(path: Path, label: str, on_issue: IssueHandler, kind: str,
                         content: Path | None = None) -> Iterator[Document]:
-    """The document of a PDF, Word file or e-book (`formats.detect`'s `kind`); `content` is the
-    file read when it is not `path` itself (what a gzip file at `path` held)."""
+    """The document of a PDF, office file, RTF or e-book (`formats.detect`'s `kind`); `content` is
+    the file read when it is not `path` itself (what a gzip file at `path` held)."""
     try:
         extracted = formats.extract(content or path, kind)
     except UnreadableDocument as err:
@@ -306,8 +304,8 @@ def read_file(
     on_issue: IssueHandler,
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
-    """The one document of a file that is not a record file: PDF, Word, EPUB, HTML or text, each
-    also gzip-compressed."""
+    """The one document of a file that is not a record file: PDF, Word, PowerPoint, OpenDocument,
+    RTF, EPUB, HTML or text, each also gzip-compressed."""
     head = _head(path)
     if head.startswith(_GZIP_MAGIC) and formats.is_container(_gzip_head(path)):
         yield from _read_packed_container(path, label, on_issue)
@@ -332,8 +330,8 @@ def _gzip_head(path: Path) -> bytes:
 
 
 def _read_packed_container(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
-    """The document of a gzip-compressed PDF, Word file or e-book (`manual.pdf.gz`), unpacked into a
-    temporary file that is gone when this returns."""
+    """The document of a gzip-compressed PDF, office file, RTF or e-book (`manual.pdf.gz`), unpacked
+    into a temporary file that is gone when this returns."""
     with tempfile.TemporaryDirectory(prefix="semsearch-unpacked-") as folder:
         unpacked = Path(folder) / (content_name(path) or "unpacked")
         try:

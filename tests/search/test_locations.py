@@ -1,5 +1,6 @@
-"""Every surface shows where a hit is: the page of a PDF, the heading path of Word, HTML, EPUB and
-Markdown files, in Python (`Hit.location`), the CLI and the HTTP API."""
+"""Every surface shows where a hit is: the page of a PDF, the slide (as its page) of a PowerPoint or
+OpenDocument presentation, the heading path of Word, OpenDocument, HTML, EPUB and Markdown files,
+in Python (`Hit.location`), the CLI and the HTTP API."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ from tests.indexer.sources.formats.samples import (
     WEB_PAGE,
     write_docx,
     write_epub,
+    write_odp,
+    write_odt,
     write_pdf,
+    write_pptx,
+    write_rtf,
 )
 
 FILLER = "Read the whole of this chapter before you begin, and keep it at hand while you work. " * 3
@@ -39,10 +44,18 @@ def documents_index(tiny_model_dir, tmp_path_factory) -> Path:
     write_epub(source / "tales.epub", [("Chapter One", "<h2>The Storm</h2><p>Thunder rolled over the moor.</p>")])
     (source / "manuals" / "guide.md").write_text(MARKDOWN, encoding="utf-8")
     (source / "manuals" / "README").write_text("Plain notes without a heading about kayaks.", encoding="utf-8")
+    slides = [("Quarterly results", [FILLER]), ("Hiring plan", ["Recruit two glassblowers before spring."])]
+    write_pptx(source / "board.pptx", slides, title="Board meeting")
+    write_odp(source / "board-talk.odp", [(title, [line.replace("glassblowers", "beekeepers") for line in lines])
+                                          for title, lines in slides], title="Board talk")
+    pond = [("h1", "Garden"), ("p", FILLER), ("h2", "Pond"),
+            ("p", "Skim the lily pads each autumn and net the leaves before they sink.")]
+    write_odt(source / "manuals" / "pond.odt", pond, title="Garden care")
+    write_rtf(source / "memo.rtf", "\\pard Lunch is served in the atrium on Thursdays.\\par")
     index_dir = root / "idx"
     report = build_index(IndexConfig(source=source, index_dir=index_dir, model=str(tiny_model_dir),
                                      show_progress=False, passage_tokens=40, overlap_tokens=8))
-    assert report.total_documents == 6 and not report.issues, report.summary()
+    assert report.total_documents == 10 and not report.issues, report.summary()
     return index_dir
 
 
@@ -55,6 +68,10 @@ QUERIES = [
     ("thunder rolled moor", "tales.epub", "Chapter One › The Storm", "A Book"),
     ("vault tape Friday", "manuals/guide.md", "Guide › Backups", "Guide"),
     ("kayaks plain notes", "manuals/README", "", "manuals/README"),
+    ("recruit glassblowers spring", "board.pptx", "p. 2 · Hiring plan", "Board meeting"),
+    ("recruit beekeepers spring", "board-talk.odp", "p. 2 · Hiring plan", "Board talk"),
+    ("skim lily pads autumn", "manuals/pond.odt", "Garden › Pond", "Garden care"),
+    ("lunch atrium Thursdays", "memo.rtf", "", "memo.rtf"),
 ]
 
 

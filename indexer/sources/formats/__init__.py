@@ -1,9 +1,10 @@
-"""Documents in other formats than plain text: PDF, Word (.docx), HTML, EPUB and manual pages.
+"""Documents in other formats than plain text: PDF, Word (.docx), OpenDocument (.odt/.odp),
+PowerPoint (.pptx), RTF, HTML, EPUB and manual pages.
 
 A file's format is told by its content, as text is: a PDF by its `%PDF-` header wherever its
-name says otherwise, an office file or e-book by the parts its ZIP container holds, HTML by its
-name or its opening tag, a manual page by its roff title and section lines. `detect` decides
-for binary files; `extract` reads them. Each reader returns an `Extracted`
+name says otherwise, an office file or e-book by the parts its ZIP container holds, RTF by its
+`{\\rtf` opening, HTML by its name or its opening tag, a manual page by its roff title and
+section lines. `detect` decides for files that are not read as text; `extract` reads them. Each reader returns an `Extracted`
 (text, outline of pages and headings, title, warnings) or raises `UnreadableDocument`.
 """
 
@@ -17,54 +18,62 @@ from indexer.sources.formats.extracted import Extracted, UnreadableDocument
 from indexer.sources.legacy_text import decode_legacy
 
 PDF, DOCX, EPUB, HTML = "pdf", "docx", "epub", "html"
+ODF, PPTX, RTF = "odf", "pptx", "rtf"
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 _PDF_MAGIC = b"%PDF-"
 _ZIP_MAGIC = b"PK\x03\x04"
+_RTF_MAGIC = b"{\\rtf"
 _HTML_START = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
-# Office files and e-books that are ZIP containers but not read here: what to do instead.
-_OTHER_ZIPS = (
-    ("xl/workbook.xml", "an Excel workbook (.xlsx); save its sheets as .csv and index those"),
-    ("ppt/presentation.xml", "a PowerPoint file (.pptx), which is not read yet; export it as PDF and index that"),
-)
-_ODF = ("application/vnd.oasis.opendocument.", "an OpenDocument file (.odt/.ods/.odp), which is not read yet; "
-        "export it as .docx or PDF and index that")
+# OpenDocument text and presentations (and their templates) are read; the other kinds are refused.
+_ODF_READ = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.presentation")
+_ODF_OTHER = ("application/vnd.oasis.opendocument.", "an OpenDocument spreadsheet, drawing or other file that is "
+              "not text or a presentation; save its content as .csv, .odt or PDF and index that")
+_XLSX = ("xl/workbook.xml", "an Excel workbook (.xlsx); save its sheets as .csv and index those")
 
 
 def _zip_kind(path: Path) -> str:
-    """DOCX or EPUB by the parts the container holds; anything else is refused, saying what it is."""
+    """DOCX, PPTX, ODF or EPUB by the parts the container holds; anything else is refused, saying
+    what it is."""
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
             mimetype = archive.read("mimetype").decode("ascii", "replace").strip() if "mimetype" in names else ""
     except (zipfile.BadZipFile, OSError, EOFError) as err:
         suffix = path.suffix.lower()
-        what = {".docx": "Word file", ".epub": "EPUB"}.get(suffix, "ZIP archive (or office file inside one)")
+        what = {".docx": "Word file", ".epub": "EPUB", ".pptx": "PowerPoint file", ".odt": "OpenDocument file",
+                ".odp": "OpenDocument file"}.get(suffix, "ZIP archive (or office file inside one)")
         raise UnreadableDocument(f"damaged or truncated {what} ({err}); download or save it again") from err
     if "word/document.xml" in names:
         return DOCX
+    if "ppt/presentation.xml" in names:
+        return PPTX
+    if mimetype.startswith(_ODF_READ):
+        return ODF
     if mimetype == "application/epub+zip" or "META-INF/container.xml" in names and any(
             n.endswith(".opf") for n in names):
         return EPUB
-    for part, what in _OTHER_ZIPS:
-        if part in names:
-            raise UnreadableDocument(what)
-    if mimetype.startswith(_ODF[0]):
-        raise UnreadableDocument(_ODF[1])
-    raise UnreadableDocument("a ZIP archive that is not a Word file (.docx) or an e-book (.epub); unpack it "
-                             "and index the folder it holds")
+    if _XLSX[0] in names:
+        raise UnreadableDocument(_XLSX[1])
+    if mimetype.startswith(_ODF_OTHER[0]):
+        raise UnreadableDocument(_ODF_OTHER[1])
+    raise UnreadableDocument("a ZIP archive that is not a Word, PowerPoint or OpenDocument file or an e-book "
+                             "(.epub); unpack it and index the folder it holds")
 
 
 def is_container(head: bytes) -> bool:
-    """Whether a file opening with `head` is a PDF or a ZIP container (Word, EPUB): what `detect`
-    reads, rather than text."""
-    return head.startswith((_PDF_MAGIC, _ZIP_MAGIC))
+    """Whether a file opening with `head` is a PDF, RTF or a ZIP container (Word, PowerPoint,
+    OpenDocument, EPUB): what `detect` reads, rather than text."""
+    return head.startswith((_PDF_MAGIC, _ZIP_MAGIC, _RTF_MAGIC))
 
 
 def detect(path: Path, head: bytes) -> str | None:
-    """PDF, DOCX or EPUB for a file whose first bytes are `head`, or None for any other file
-    (text, perhaps HTML: see `is_html`). Raises `UnreadableDocument` for a ZIP that is neither."""
+    """PDF, RTF, DOCX, PPTX, ODF or EPUB for a file whose first bytes are `head`, or None for any
+    other file (text, perhaps HTML: see `is_html`). Raises `UnreadableDocument` for a ZIP that is
+    none of these."""
     if head.startswith(_PDF_MAGIC):
         return PDF
+    if head.startswith(_RTF_MAGIC):
+        return RTF
     if head.startswith(_ZIP_MAGIC):
         return _zip_kind(path)
     return None
@@ -77,13 +86,22 @@ def is_html(name: str, text: str) -> bool:
 
 
 def extract(path: Path, kind: str) -> Extracted:
-    """The document in the file at `path`, read as `kind` (PDF, DOCX or EPUB)."""
+    """The document in the file at `path`, read as `kind` (one of `detect`'s)."""
     if kind == PDF:
         from indexer.sources.formats.pdf import read_pdf
         return read_pdf(path)
     if kind == DOCX:
         from indexer.sources.formats.word import read_docx
         return read_docx(path)
+    if kind == ODF:
+        from indexer.sources.formats.opendocument import read_opendocument
+        return read_opendocument(path)
+    if kind == PPTX:
+        from indexer.sources.formats.powerpoint import read_pptx
+        return read_pptx(path)
+    if kind == RTF:
+        from indexer.sources.formats.rtf import read_rtf
+        return read_rtf(path)
     if kind == EPUB:
         from indexer.sources.formats.epub import read_epub
         return read_epub(path)
@@ -130,5 +148,5 @@ def extract_manpage(text: str) -> Extracted:
     return read_manpage(text)
 
 
-__all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "PDF", "Extracted", "UnreadableDocument", "decode_html", "detect",
+__all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument", "decode_html", "detect",
            "extract", "extract_html", "extract_manpage", "is_html", "is_manpage"]

@@ -15,7 +15,7 @@ import lxml.etree as etree
 import lxml.html
 from ebooklib import epub
 
-from indexer.sources.formats.extracted import Extracted, UnreadableDocument
+from indexer.sources.formats.extracted import Extracted, UnreadableDocument, reading
 from indexer.sources.formats.html_page import html_blocks
 from indexer.sources.outline import Block, assemble
 
@@ -46,13 +46,9 @@ def _chapter_blocks(content: bytes) -> Iterator[Block]:
 
 def read_epub(path: Path) -> Extracted:
     """The book's chapters in spine order; the title from its Dublin Core metadata."""
-    try:
+    with reading("EPUB", "download or export it again",
+                 (zipfile.BadZipFile, KeyError, epub.EpubException, etree.XMLSyntaxError)):
         book = epub.read_epub(str(path), options={"ignore_ncx": True})
-    except (zipfile.BadZipFile, KeyError, epub.EpubException, etree.XMLSyntaxError) as err:
-        raise UnreadableDocument(f"damaged or truncated EPUB ({type(err).__name__}: {err}); "
-                                 "download or export it again") from err
-    except Exception as err:  # ebooklib raises bare exceptions from damaged parts
-        raise UnreadableDocument(f"damaged EPUB ({type(err).__name__}: {err}); download or export it again") from err
     blocks = [block for chapter in _chapters(book) for block in _chapter_blocks(chapter)]
     text, outline = assemble(blocks)
     if not text.strip():

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from indexer.sources.outline import Outline
@@ -17,6 +19,22 @@ from indexer.sources.outline import Outline
 
 class UnreadableDocument(Exception):
     """The file yields no text to index; the message names the problem and the fix."""
+
+
+@contextmanager
+def reading(what: str, fix: str, truncated: tuple[type[Exception], ...]) -> Iterator[None]:
+    """Turn what a library raises while it reads a `what` ("Word file") into `UnreadableDocument`:
+    `truncated` (a bad ZIP, a missing part) as "damaged or truncated", anything else (lxml's
+    syntax errors, a library's bare exceptions from a damaged part) as "damaged"; `fix` says what
+    to do ("open and save it again in Word or LibreOffice")."""
+    try:
+        yield
+    except UnreadableDocument:
+        raise
+    except truncated as err:
+        raise UnreadableDocument(f"damaged or truncated {what} ({err}); {fix}") from err
+    except Exception as err:
+        raise UnreadableDocument(f"damaged {what} ({type(err).__name__}: {err}); {fix}") from err
 
 
 @dataclass(frozen=True)

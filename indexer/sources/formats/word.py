@@ -19,9 +19,10 @@ from docx.opc.exceptions import PackageNotFoundError
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from indexer.sources.formats.extracted import Extracted, UnreadableDocument, clean_text
+from indexer.sources.formats.extracted import Extracted, UnreadableDocument, clean_text, reading
 from indexer.sources.outline import Block, assemble
 
+_FIX = "open and save it again in Word or LibreOffice"
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
 
 
@@ -59,14 +60,8 @@ def _blocks(document: DocxDocument) -> Iterator[tuple[Block, bool]]:
 def read_docx(path: Path) -> Extracted:
     """The document's paragraphs and table rows, its headings in the outline; the title from its
     properties, else its Title-styled paragraph, else its first heading."""
-    try:
+    with reading("Word file", _FIX, (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError)):
         document = docx.Document(str(path))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as err:
-        raise UnreadableDocument(f"damaged or truncated Word file ({err}); open and save it again in Word "
-                                 "or LibreOffice") from err
-    except Exception as err:  # lxml's XMLSyntaxError and others from a damaged part
-        raise UnreadableDocument(f"damaged Word file ({type(err).__name__}: {err}); open and save it again "
-                                 "in Word or LibreOffice") from err
     blocks = list(_blocks(document))
     text, outline = assemble(block for block, _ in blocks)
     if not text.strip():

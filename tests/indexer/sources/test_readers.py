@@ -493,9 +493,9 @@ def test_count_documents_counts_records_and_files_without_parsing(tmp_path):
     assert count_documents(folder) == len(list(read_documents(folder)))
 
 
-def test_a_gzip_compressed_pdf_word_file_or_e_book_is_read_as_the_file_it_holds(tmp_path, monkeypatch):
-    """Debian ships manuals as manual.pdf.gz: each is the same document as the file unpacked,
-    under its own name, and the temporary file it was unpacked into is gone."""
+def test_a_gzip_compressed_pdf_office_file_rtf_or_e_book_is_read_as_the_file_it_holds(tmp_path, monkeypatch):
+    """Debian ships manuals as manual.pdf.gz (and userguide.rtf.gz): each is the same document as
+    the file unpacked, under its own name, and the temporary file it was unpacked into is gone."""
     import gzip
 
     from tests.indexer.sources.formats.samples import (
@@ -503,7 +503,10 @@ def test_a_gzip_compressed_pdf_word_file_or_e_book_is_read_as_the_file_it_holds(
         truncate,
         write_docx,
         write_epub,
+        write_odt,
         write_pdf,
+        write_pptx,
+        write_rtf,
         write_zip,
     )
 
@@ -513,7 +516,10 @@ def test_a_gzip_compressed_pdf_word_file_or_e_book_is_read_as_the_file_it_holds(
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     files = [write_pdf(plain / "manual.pdf", PAGE_TEXTS, title="The Manual"),
              write_docx(plain / "letter.docx", [("Heading 1", "Refunds"), ("p", "Refunds take ten days.")]),
-             write_epub(plain / "book.epub", [("One", "<p>A chapter about lighthouses.</p>")])]
+             write_epub(plain / "book.epub", [("One", "<p>A chapter about lighthouses.</p>")]),
+             write_odt(plain / "minutes.odt", [("h1", "Minutes"), ("p", "The board met on Tuesday.")]),
+             write_pptx(plain / "deck.pptx", [("Plan", ["Ship in May"])]),
+             write_rtf(plain / "guide.rtf", "\\pard Gateways forward SMS messages.\\par")]
     for path in files:
         (packed / f"{path.name}.gz").write_bytes(gzip.compress(path.read_bytes()))
     (packed / "cut.pdf.gz").write_bytes(gzip.compress(truncate(write_pdf(scratch / "cut.pdf", PAGE_TEXTS)).read_bytes()))
@@ -530,17 +536,19 @@ def test_a_gzip_compressed_pdf_word_file_or_e_book_is_read_as_the_file_it_holds(
     assert by_id["manual.pdf.gz"].title == "The Manual"
     assert len(by_id["manual.pdf.gz"].outline.page_starts) == len(PAGE_TEXTS)
     assert "ten days" in by_id["letter.docx.gz"].text and "lighthouses" in by_id["book.epub.gz"].text
+    assert (by_id["minutes.odt.gz"].outline.headings[0].title, by_id["deck.pptx.gz"].outline.page_starts,
+            by_id["guide.rtf.gz"].text) == ("Minutes", (0,), "Gateways forward SMS messages.")
     assert len(issues) == 3, issues
-    assert issues[0].startswith("bundle.zip.gz: a ZIP archive that is not a Word file")
+    assert issues[0].startswith("bundle.zip.gz: a ZIP archive that is not a Word, PowerPoint or OpenDocument file")
     assert issues[1].startswith("cut.pdf.gz: damaged or truncated PDF")
     assert issues[2].startswith("half.pdf.gz: damaged gzip file (Compressed file ended")
     assert list(scratch.iterdir()) == []
 
 
-def test_postscript_and_rtf_are_refused_saying_what_to_convert_them_to_rather_than_indexed_as_code(tmp_path):
+def test_postscript_is_refused_saying_what_to_convert_it_to_and_rtf_is_read_for_its_words(tmp_path):
     """Debian's manual.ps.gz beside manual.pdf.gz: PostScript is printable, but its words are
-    drawing operators, as an RTF file's are formatting codes; a text that only mentions them is
-    read as usual."""
+    drawing operators; an RTF file's words sit among formatting codes, which are left out; a
+    text that only mentions them is read as usual."""
     import gzip
 
     program = b"%!PS-Adobe-3.0\n%%Pages: 2\n/Times-Roman findfont 12 scalefont setfont\n72 720 moveto (Hello) show\nshowpage\n"
@@ -550,9 +558,8 @@ def test_postscript_and_rtf_are_refused_saying_what_to_convert_them_to_rather_th
     (tmp_path / "policy.rtf").write_bytes(b"{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Times;}}\\f0 Returns take thirty days.\\par}")
     (tmp_path / "notes.txt").write_text("A PostScript file opens with %!PS, an RTF file with {\\rtf1.")
     docs, issues = collect(tmp_path)
-    assert [d.doc_id for d in docs] == ["notes.txt"]
+    assert {d.doc_id: d.text for d in docs} == {"notes.txt": "A PostScript file opens with %!PS, an RTF file with {\\rtf1.",
+                                                "policy.rtf": "Returns take thirty days."}
     postscript = ("a PostScript file (the program that draws its pages, not their text); convert it to PDF "
                   "(ps2pdf FILE) and index the PDF")
-    assert sorted(issues) == sorted([f"{name}: {postscript}" for name in ("figure.eps", "manual.ps", "manual.ps.gz")] + [
-        "policy.rtf: an RTF file, which is not read yet (its words sit among formatting codes); save it as .docx or "
-        "PDF and index that"])
+    assert sorted(issues) == sorted(f"{name}: {postscript}" for name in ("figure.eps", "manual.ps", "manual.ps.gz"))

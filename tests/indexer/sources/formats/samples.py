@@ -1,5 +1,6 @@
 """Small documents of each format, written in the test by the libraries that write them (fpdf2
-for PDF, python-docx for Word, ebooklib for EPUB), with known text on known pages and headings."""
+for PDF, python-docx for Word, python-pptx for PowerPoint, odfdo for OpenDocument, ebooklib for
+EPUB; RTF by hand, as it is text), with known text on known pages and headings."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import docx
+import odfdo
+import pptx
 from ebooklib import epub
 from fpdf import FPDF
 from PIL import Image
@@ -110,6 +113,92 @@ def write_epub(path: Path, chapters: Sequence[tuple[str, str]], title: str = "A 
     book.add_item(epub.EpubNav())
     book.spine = ["nav", *items]
     epub.write_epub(str(path), book)
+    return path
+
+
+def write_odt(path: Path, blocks: Sequence[tuple[str, str]], title: str | None = None,
+              table: Sequence[Sequence[str]] = (), items: Sequence[str] = ()) -> Path:
+    """An OpenDocument text file of (style, text) blocks: "h1".."h3" for headings, "p" for
+    paragraphs; `table` rows, then a bulleted list of `items`, after them; a table of contents
+    first, as LibreOffice inserts one."""
+    document = odfdo.Document("text")
+    body = document.body
+    body.clear()
+    body.append(odfdo.TOC("Contents"))
+    for style, text in blocks:
+        body.append(odfdo.Header(int(style[1:]), text) if style.startswith("h") else odfdo.Paragraph(text))
+    if table:
+        grid = odfdo.Table("Table1", width=len(table[0]), height=len(table))
+        for r, row in enumerate(table):
+            for c, value in enumerate(row):
+                grid.set_value((c, r), value)
+        body.append(grid)
+    if items:
+        body.append(odfdo.List(list(items)))
+    if title is not None:
+        document.meta.title = title
+    document.save(str(path))
+    return path
+
+
+def write_odp(path: Path, slides: Sequence[tuple[str, Sequence[str]]], title: str | None = None) -> Path:
+    """An OpenDocument presentation: a slide per (title, lines), the title in the slide's title
+    frame ("" for none) and each line a paragraph of a text frame."""
+    document = odfdo.Document("presentation")
+    body = document.body
+    body.clear()
+    for number, (heading, lines) in enumerate(slides, start=1):
+        slide = odfdo.DrawPage(f"page{number}", name=f"page{number}")
+        if heading:
+            frame = odfdo.Frame.text_frame(heading, size=("20cm", "2cm"), position=("1cm", "1cm"))
+            frame.set_attribute("presentation:class", "title")
+            slide.append(frame)
+        if lines:
+            frame = odfdo.Frame.text_frame(odfdo.Paragraph(lines[0]), size=("20cm", "10cm"), position=("1cm", "4cm"))
+            box = frame.get_element("draw:text-box")
+            for line in lines[1:]:
+                box.append(odfdo.Paragraph(line))
+            slide.append(frame)
+        body.append(slide)
+    if title is not None:
+        document.meta.title = title
+    document.save(str(path))
+    return path
+
+
+def write_pptx(path: Path, slides: Sequence[tuple[str, Sequence[str]]], title: str | None = None,
+               notes: dict[int, str] | None = None, table: Sequence[Sequence[str]] = ()) -> Path:
+    """A PowerPoint file: a "Title and Content" slide per (title, bullet lines) ("" for no title),
+    speaker notes for the slides `notes` names (1-based), and `table` on a last slide of its own."""
+    presentation = pptx.Presentation()
+    layout = presentation.slide_layouts[1]
+    for number, (heading, lines) in enumerate(slides, start=1):
+        slide = presentation.slides.add_slide(layout)
+        if heading:
+            slide.shapes.title.text = heading
+        else:
+            slide.shapes.title.element.getparent().remove(slide.shapes.title.element)
+        slide.placeholders[1].text_frame.text = "\n".join(lines)
+        if notes and number in notes:
+            slide.notes_slide.notes_text_frame.text = notes[number]
+    if table:
+        slide = presentation.slides.add_slide(presentation.slide_layouts[6])
+        shape = slide.shapes.add_table(len(table), len(table[0]), 0, 0, 4000000, 1000000)
+        for r, row in enumerate(table):
+            for c, value in enumerate(row):
+                shape.table.cell(r, c).text = value
+    if title is not None:
+        presentation.core_properties.title = title
+    presentation.save(str(path))
+    return path
+
+
+def write_rtf(path: Path, body: str, header: str = "{\\rtf1\\ansi\\ansicpg1252\\deff0") -> Path:
+    """An RTF file as a word processor saves one: font, colour and style tables and a header
+    before `body` (RTF source: `\\par` ends a paragraph, `\\'e9` is é in the code page)."""
+    path.write_text(header + "{\\fonttbl{\\f0\\froman\\fcharset0 Times New Roman;}{\\f1\\fswiss Arial;}}"
+                    "{\\colortbl;\\red0\\green0\\blue0;}{\\stylesheet{\\s0 Normal;}{\\s1 heading 1;}}"
+                    "{\\header\\pard\\plain Confidential draft\\par}\n" + body + "}", encoding="ascii")
     return path
 
 

@@ -2,12 +2,26 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.sources.formats import DOCX, EPUB, PDF, UnreadableDocument, detect, is_html
+from indexer.sources.formats import (
+    DOCX,
+    EPUB,
+    ODF,
+    PDF,
+    PPTX,
+    RTF,
+    UnreadableDocument,
+    detect,
+    is_html,
+)
 from tests.indexer.sources.formats.samples import (
     PAGE_TEXTS,
     write_docx,
     write_epub,
+    write_odp,
+    write_odt,
     write_pdf,
+    write_pptx,
+    write_rtf,
     write_zip,
 )
 
@@ -21,16 +35,19 @@ def test_formats_are_told_by_content_not_name(tmp_path):
     word = write_docx(tmp_path / "letter", [("p", "Dear reader")])
     book = write_epub(tmp_path / "book.zip", [("One", "<p>text</p>")])
     assert (detect(pdf, head(pdf)), detect(word, head(word)), detect(book, head(book))) == (PDF, DOCX, EPUB)
+    office = [write_odt(tmp_path / "minutes.docx", [("p", "Minutes")]), write_odp(tmp_path / "talk", [("T", ["x"])]),
+              write_pptx(tmp_path / "deck.odp", [("T", ["x"])]), write_rtf(tmp_path / "letter.txt", "\\pard Hi\\par")]
+    assert [detect(path, head(path)) for path in office] == [ODF, ODF, PPTX, RTF]
     plain = tmp_path / "notes.txt"
     plain.write_text("plain")
     assert detect(plain, head(plain)) is None
 
 
 @pytest.mark.parametrize(("files", "problem"), [
-    ({"a.txt": "hello"}, "a ZIP archive that is not a Word file"),
+    ({"a.txt": "hello"}, "a ZIP archive that is not a Word, PowerPoint or OpenDocument file or an e-book"),
     ({"xl/workbook.xml": "<x/>"}, "an Excel workbook"),
-    ({"ppt/presentation.xml": "<x/>"}, "a PowerPoint file"),
-    ({"mimetype": "application/vnd.oasis.opendocument.text"}, "an OpenDocument file"),
+    ({"mimetype": "application/vnd.oasis.opendocument.spreadsheet"}, "an OpenDocument spreadsheet, drawing"),
+    ({"mimetype": "application/vnd.oasis.opendocument.graphics"}, "an OpenDocument spreadsheet, drawing"),
 ])
 def test_other_zips_are_refused_saying_what_they_are(tmp_path, files, problem):
     path = write_zip(tmp_path / "thing.zip", files)
