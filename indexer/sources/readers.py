@@ -75,12 +75,18 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
 )
 
-# Printable formats that are not read as text: their markup or operators would fill the index.
-# Debian ships manuals as manual.ps.gz beside manual.pdf.gz (EPS figures open the same way). RTF,
-# printable too, is told apart before (`formats.detect`) and read for its text.
-_MARKUP_SIGNATURES = (
+# Formats that are not read, told by their first bytes, each with what to do instead. PostScript
+# is printable, but its words are drawing operators: Debian ships manuals as manual.ps.gz beside
+# manual.pdf.gz (EPS figures open the same way), and TeX's DVI output as refcard.dvi.gz.
+# Microsoft's binary Office formats before 2007 and password-protected .docx/.pptx/.xlsx files are
+# OLE compound files. RTF, printable too, is told apart before (`formats.detect`) and read.
+_UNREAD_SIGNATURES = (
     (b"%!PS", "a PostScript file (the program that draws its pages, not their text); convert it to PDF "
               "(ps2pdf FILE) and index the PDF"),
+    (b"\xf7\x02", "a DVI file (TeX's typeset pages, not text); convert it to PDF (dvipdf FILE) and index the PDF"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an older Office file (.doc, .xls, .ppt: Microsoft's formats before "
+     "2007) or a password-protected one, which is not read; save it as .docx, .pptx or PDF, without a password, "
+     "and index that"),
 )
 # Formats whose first bytes may all be printable, so the NUL test alone could miss them.
 _BINARY_SIGNATURES = (
@@ -112,6 +118,12 @@ def _looks_like_utf16(head: bytes) -> bool:
     return max(even_nul, odd_nul) >= 0.5 and min(even_nul, odd_nul) <= 0.05
 
 
+def _without_texinfo_marks(head: bytes) -> bytes:
+    """`head` less the markers makeinfo writes into Info manuals (`\\0\\b[index\\0\\b]`): the
+    only NUL bytes of a text file that is still text (`formats.info` drops them)."""
+    return head.replace(b"\x00\x08[", b"").replace(b"\x00\x08]", b"")
+
+
 def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
     """Text of a file in UTF-8, or UTF-16/UTF-32 with a byte-order mark."""
     kind = next((kind for magic, kind in _BINARY_SIGNATURES if raw.startswith(magic)), None)
@@ -119,14 +131,14 @@ def _decode(raw: bytes, on_issue: IssueHandler, label: str) -> str | None:
         on_issue(InputIssue(label, None, f"binary file ({kind}); only text is indexed: extract "
                             "its text to a .txt file first"))
         return None
-    markup = next((problem for magic, problem in _MARKUP_SIGNATURES if raw.startswith(magic)), None)
-    if markup is not None:
-        on_issue(InputIssue(label, None, markup))
+    unread = next((problem for magic, problem in _UNREAD_SIGNATURES if raw.startswith(magic)), None)
+    if unread is not None:
+        on_issue(InputIssue(label, None, unread))
         return None
     bom, encoding, name = next(
         ((bom, enc, name) for bom, enc, name in _BOMS if raw.startswith(bom)), (b"", "utf-8", "UTF-8")
     )
-    if not bom and b"\x00" in raw[:_SNIFF_BYTES]:
+    if not bom and b"\x00" in _without_texinfo_marks(raw[:_SNIFF_BYTES]):
         problem = "binary file (it holds NUL bytes); only text is indexed"
         if _looks_like_utf16(raw[:_SNIFF_BYTES]):
             problem += "; if this is UTF-16, re-save as UTF-8"
@@ -367,8 +379,8 @@ def read_text_file(
     on_issue: IssueHandler,
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
-    """A text file's document; HTML (by name or opening tag) is read for its main content, and a
-    manual page (roff) as groff typesets it."""
+    """A text file's document; HTML (by name or opening tag) is read for its main content, a
+    manual page (roff) as groff typesets it, and a GNU Info manual node by node."""
     if max_document_chars is not None:
         # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
         # larger file is refused without reading it into memory.
@@ -389,7 +401,8 @@ def read_text_file(
         on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
         return
     reader = formats.extract_html if formats.is_html(name, text) else \
-        formats.extract_manpage if formats.is_manpage(text) else None
+        formats.extract_manpage if formats.is_manpage(text) else \
+        formats.extract_info if formats.is_info(text) else None
     if reader is not None:
         try:
             extracted = reader(text)
@@ -700,7 +713,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
     reported and skipped: indexing a file from elsewhere without saying so would surprise.
     A file reached by several paths (a symlink or a hard link to a file inside the source) is
     listed once, under the first of its paths that is not a symlink, and the others are named.
-    Hidden files, `exclude` (the index being built) and any index folder are skipped.
+    Hidden files and folders (a name starting with "."; `.git`, `.venv`), `exclude` (the index
+    being built) and any index folder are skipped; the source itself is read even when hidden.
     """
     source = Path(source)
     if not source.exists():
@@ -737,6 +751,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
                 if target is not None:
                     files.append(path)
             elif entry.is_dir(follow_symlinks=False):
+                if entry.name.startswith("."):
+                    continue  # .git, .venv, .cache: a tool's files, not the user's documents
                 if Path(os.path.realpath(path)) == excluded or looks_like_index(path):
                     on_issue(InputIssue(label, None, "an index folder (the index being built, or "
                                         "another one); its files are not indexed",

@@ -1,10 +1,10 @@
 """Documents in other formats than plain text: PDF, Word (.docx), OpenDocument (.odt/.odp),
-PowerPoint (.pptx), RTF, HTML, EPUB and manual pages.
+PowerPoint (.pptx), RTF, HTML, EPUB, manual pages and GNU Info manuals.
 
 A file's format is told by its content, as text is: a PDF by its `%PDF-` header wherever its
 name says otherwise, an office file or e-book by the parts its ZIP container holds, RTF by its
 `{\\rtf` opening, HTML by its name or its opening tag, a manual page by its roff title and
-section lines. `detect` decides for files that are not read as text; `extract` reads them. Each reader returns an `Extracted`
+section lines, an Info manual by makeinfo's first line. `detect` decides for files that are not read as text; `extract` reads them. Each reader returns an `Extracted`
 (text, outline of pages and headings, title, warnings) or raises `UnreadableDocument`.
 """
 
@@ -137,6 +137,17 @@ def extract_html(text: str) -> Extracted:
     return read_html(text)
 
 
+def is_info(text: str) -> bool:
+    """Whether a text file is a GNU Info manual (see `info.is_info`)."""
+    from indexer.sources.formats.info import is_info as info
+    return info(text)
+
+
+def extract_info(text: str) -> Extracted:
+    from indexer.sources.formats.info import read_info
+    return read_info(text)
+
+
 def is_manpage(text: str) -> bool:
     """Whether a text file is a manual page in roff (see `manpage.is_manpage`)."""
     from indexer.sources.formats.manpage import is_manpage as roff
@@ -149,4 +160,4 @@ def extract_manpage(text: str) -> Extracted:
 
 
 __all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument", "decode_html", "detect",
-           "extract", "extract_html", "extract_manpage", "is_html", "is_manpage"]
+           "extract", "extract_html", "extract_info", "extract_manpage", "is_html", "is_info", "is_manpage"]

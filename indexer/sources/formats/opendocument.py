@@ -106,8 +106,13 @@ def read_opendocument(path: Path) -> Extracted:
     """The text of an OpenDocument text file or presentation, its headings (and slides, as pages)
     in the outline; the title from its metadata, else its first heading."""
     with reading("OpenDocument file", _FIX, (zipfile.BadZipFile, KeyError, ValueError, OSError)):
-        with zipfile.ZipFile(path):  # odfdo names a damaged container only as a "format not managed"
-            pass
+        # odfdo names a damaged container only as a "format not managed", and an encrypted one's
+        # content as an XML syntax error: both are told here first.
+        with zipfile.ZipFile(path) as archive:
+            manifest = archive.read("META-INF/manifest.xml") if "META-INF/manifest.xml" in archive.namelist() else b""
+            if b"encryption-data" in manifest:
+                raise UnreadableDocument("password-protected OpenDocument file, which is not read; open it in "
+                                         "LibreOffice, save it without a password and index that")
         document = odfdo.Document(str(path))
         kind = document.get_type()
         if kind not in _KINDS:

@@ -27,6 +27,23 @@ def test_folder_of_text_and_markdown(tmp_path):
     assert by_id["a.txt"].title == "a"
 
 
+def test_hidden_files_and_folders_are_skipped_but_a_hidden_source_is_read(tmp_path):
+    """A checkout's .git (zlib objects, each "binary"), a .venv or a .cache holds a tool's files,
+    not the user's documents: a folder of notes kept in git built thousands of skipped inputs."""
+    import zlib
+
+    notes = tmp_path / ".notes"
+    (notes / ".git" / "objects" / "ab").mkdir(parents=True)
+    (notes / ".git" / "objects" / "ab" / "cdef01").write_bytes(zlib.compress(b"blob 12\x00hello world\n"))
+    (notes / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (notes / ".cache").mkdir()
+    (notes / ".cache" / "state.txt").write_text("cached")
+    (notes / ".draft.md").write_text("not yet")
+    (notes / "ideas.md").write_text("# Ideas\nIndex the notes.")
+    docs, issues = collect(notes)
+    assert [d.doc_id for d in docs] == ["ideas.md"] and issues == []
+
+
 def test_jsonl_keeps_extra_fields_as_metadata_and_reports_bad_lines(tmp_path):
     path = tmp_path / "docs.jsonl"
     path.write_text(
@@ -545,6 +562,26 @@ def test_a_gzip_compressed_pdf_office_file_rtf_or_e_book_is_read_as_the_file_it_
     assert list(scratch.iterdir()) == []
 
 
+def test_older_and_password_protected_office_files_are_named_with_what_to_save_them_as(tmp_path):
+    """.doc, .xls and .ppt (and a .docx saved with a password) are OLE compound files, and TeX's
+    DVI is typeset pages: binary, so they were refused as "binary file (it holds NUL bytes)",
+    which named neither the format nor the fix."""
+    import gzip
+
+    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504) + b"Root Entry".join([bytes(64)] * 8)
+    for name in ("minutes.doc", "budget.xls", "locked.docx"):
+        (tmp_path / name).write_bytes(ole)
+    # TeX's typeset output, as Debian ships gdb's refcard.dvi.gz: preamble, DVI version 2, units.
+    dvi = b"\xf7\x02\x01\x83\x92\xc0\x1c\x3b\x00\x00\x00\x00\x03\xe8\x1b TeX output 2024" + bytes(200)
+    (tmp_path / "refcard.dvi.gz").write_bytes(gzip.compress(dvi))
+    docs, issues = collect(tmp_path)
+    assert docs == []
+    assert issues == [f"{name}: an older Office file (.doc, .xls, .ppt: Microsoft's formats before 2007) or a "
+                      "password-protected one, which is not read; save it as .docx, .pptx or PDF, without a "
+                      "password, and index that" for name in ("budget.xls", "locked.docx", "minutes.doc")] + [
+        "refcard.dvi.gz: a DVI file (TeX's typeset pages, not text); convert it to PDF (dvipdf FILE) and index the PDF"]
+
+
 def test_postscript_is_refused_saying_what_to_convert_it_to_and_rtf_is_read_for_its_words(tmp_path):
     """Debian's manual.ps.gz beside manual.pdf.gz: PostScript is printable, but its words are
     drawing operators; an RTF file's words sit among formatting codes, which are left out; a
@@ -563,3 +600,23 @@ def test_postscript_is_refused_saying_what_to_convert_it_to_and_rtf_is_read_for_
     postscript = ("a PostScript file (the program that draws its pages, not their text); convert it to PDF "
                   "(ps2pdf FILE) and index the PDF")
     assert sorted(issues) == sorted(f"{name}: {postscript}" for name in ("figure.eps", "manual.ps", "manual.ps.gz"))
+
+
+def test_gnu_info_manuals_are_read_node_by_node_despite_their_nul_marked_index(tmp_path):
+    """makeinfo marks index nodes with NUL bytes (`\\0\\b[index\\0\\b]`): every modern Info manual
+    in /usr/share/info was refused, a small one as binary and a large one for its NUL character.
+    Both are read now, index and menus left out, and the table of a split manual's parts is named."""
+    import gzip
+
+    from tests.indexer.sources.formats.test_info import INDEX, MANUAL, PREAMBLE, TAIL
+
+    (tmp_path / "widget.info.gz").write_bytes(gzip.compress(MANUAL.encode()))
+    long_manual = MANUAL.replace("The widget frobs files.", "The widget frobs files. " * 2000)
+    (tmp_path / "big.info").write_text(long_manual.replace(f"\x1f\n{INDEX}", "") + f"\x1f\n{INDEX}")
+    (tmp_path / "parts.info").write_text(PREAMBLE + "\x1f\nIndirect:\nparts.info-1: 1000\n" + TAIL)
+    docs, issues = collect(tmp_path)
+    by_id = {d.doc_id: d for d in docs}
+    assert sorted(by_id) == ["big.info", "widget.info.gz"]
+    assert by_id["widget.info.gz"].title == "GNU Widget" and "\x00" not in by_id["big.info"].text
+    assert [h.title for h in by_id["big.info"].outline.headings][:2] == ["GNU Widget", "1 Overview"]
+    assert len(issues) == 1 and issues[0].startswith("parts.info: an Info file without nodes")

@@ -29,7 +29,10 @@ HTML_PAGES = ("python3/python-policy.html", "socat/socat.html", "zlib1g-dev/exam
 
 
 def regular_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    """The files a build of `folder` reads: regular, not links, none hidden (a name starting with
+    ".", or inside such a folder: texlive-doc's .dict.pws.gz), as `list_source_files` skips them."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
 def need(files: list[Path], at_least: int, what: str) -> list[Path]:
@@ -232,3 +235,30 @@ def test_real_opendocument_and_rtf_manuals_hold_the_words_of_their_pdf_twins(tmp
     with Searcher(tmp_path / "idx", model_loading="lazy") as searcher:
         hits = searcher.search(line, k=3, mode="bm25")
     assert hits and hits[0].doc_id == SLIDES and hits[0].location.page_first == slide == 4, hits[:1]
+
+
+INFO = Path("/usr/share/info")
+
+
+def test_real_info_manuals_are_read_and_a_phrase_found_in_its_section(tmp_path, tiny_model):
+    """GNU Info manuals as Debian installs them (coreutils is essential, so its manual is on every
+    Debian system): each was refused for the NUL bytes that mark its index. Each is read now, and a
+    phrase of coreutils' "Backup options" node is found there, under its heading path."""
+    from search import Searcher
+
+    files = [INFO / name for name in ("coreutils.info.gz", "sed.info.gz", "grep.info.gz", "gzip.info.gz")
+             if (INFO / name).is_file()]
+    if not files or files[0].name != "coreutils.info.gz":
+        pytest.skip(f"real Info manuals: found {len(files)} under {INFO}; apt-get install coreutils sed grep gzip")
+    source = copy(files, INFO, tmp_path / "info")
+    report = build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model, show_progress=False))
+    assert report.total_documents == len(files) and not report.issues, report.summary()
+    documents = {d.doc_id: d for d in read_documents(source, on_issue=lambda issue: None)}
+    coreutils = documents["coreutils.info.gz"]
+    assert coreutils.title == "GNU Coreutils" and "\x00" not in coreutils.text and "File: coreutils" not in coreutils.text
+    node = coreutils.text[coreutils.text.index("Backup options\n"):]
+    line = next(line.strip() for line in node.splitlines()[2:] if len(line.split()) >= 8)
+    with Searcher(tmp_path / "idx", model_loading="lazy") as searcher:
+        hits = searcher.search(line, k=3, mode="bm25")
+    assert hits and hits[0].doc_id == "coreutils.info.gz", (line, hits[:1])
+    assert hits[0].location.section[-1].endswith("Backup options"), hits[0].location

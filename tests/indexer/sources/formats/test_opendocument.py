@@ -71,3 +71,28 @@ def test_images_in_a_paragraph_are_left_out_and_spaces_kept(tmp_path):
     document.save(str(path))
     text = read_opendocument(path).text
     assert text == "Setup\n\nClick  the   Save button."
+
+
+def test_a_password_protected_file_says_so(tmp_path):
+    """An encrypted package keeps its mimetype and manifest readable and lists, in the manifest,
+    the encryption of each part it scrambles (ODF 1.2, part 3, section 3.8)."""
+    import zipfile
+
+    plain = write_odt(tmp_path / "plain.odt", BLOCKS)
+    locked = tmp_path / "locked.odt"
+    with zipfile.ZipFile(plain) as source, zipfile.ZipFile(locked, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "content.xml":
+                data = bytes(range(256)) * 8  # what encrypted, deflated content looks like
+            elif item.filename == "META-INF/manifest.xml":
+                data = data.replace(b'manifest:full-path="content.xml" manifest:media-type="text/xml"/>',
+                                    b'manifest:full-path="content.xml" manifest:media-type="text/xml">'
+                                    b'<manifest:encryption-data manifest:checksum-type="SHA1/1K" manifest:checksum="x">'
+                                    b'<manifest:algorithm manifest:algorithm-name="Blowfish CFB" '
+                                    b'manifest:initialisation-vector="x"/></manifest:encryption-data>'
+                                    b'</manifest:file-entry>')
+                assert b"encryption-data" in data
+            target.writestr(item, data)
+    with pytest.raises(UnreadableDocument, match="password-protected OpenDocument file"):
+        read_opendocument(locked)
