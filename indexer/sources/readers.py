@@ -62,6 +62,7 @@ _MAX_BYTES_PER_CHAR = 4
 # is unpacked into a temporary file of at most this many bytes (a gzip bomb never fills the disk).
 _MAX_UNPACKED_BYTES = 1 << 30
 _SNIFF_BYTES = 8192
+_MAIL_HEAD_BYTES = 65536
 # The csv module refuses fields over 128 KiB by default; a document's size is limited
 # by `max_document_chars` instead, with a message that says how to raise it.
 _CSV_FIELD_LIMIT = 2**31 - 1
@@ -194,6 +195,10 @@ def _read_text(path: Path, label: str, on_issue: IssueHandler, limit: int | None
             return None
     if html:
         return formats.decode_html(raw)
+    if formats.is_email(raw[:_MAIL_HEAD_BYTES].decode("latin-1")):
+        # Mail declares the charset of each part; `formats.extract_email` decodes them so, as
+        # the email package reads bytes: ASCII, other bytes kept as surrogate escapes till then.
+        return raw.decode("ascii", errors="surrogateescape")
     return _decode(raw, on_issue, label)
 
 
@@ -380,7 +385,8 @@ def read_text_file(
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
     """A text file's document; HTML (by name or opening tag) is read for its main content, a
-    manual page (roff) as groff typesets it, and a GNU Info manual node by node."""
+    manual page (roff) as groff typesets it, a GNU Info manual node by node, and a mail message
+    as its sender, date and body."""
     if max_document_chars is not None:
         # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
         # larger file is refused without reading it into memory.
@@ -402,7 +408,8 @@ def read_text_file(
         return
     reader = formats.extract_html if formats.is_html(name, text) else \
         formats.extract_manpage if formats.is_manpage(text) else \
-        formats.extract_info if formats.is_info(text) else None
+        formats.extract_info if formats.is_info(text) else \
+        formats.extract_email if formats.is_email(text) else None
     if reader is not None:
         try:
             extracted = reader(text)

@@ -1,11 +1,13 @@
 """Documents in other formats than plain text: PDF, Word (.docx), OpenDocument (.odt/.odp),
-PowerPoint (.pptx), RTF, HTML, EPUB, manual pages and GNU Info manuals.
+PowerPoint (.pptx), RTF, HTML, EPUB, manual pages, GNU Info manuals and mail messages.
 
 A file's format is told by its content, as text is: a PDF by its `%PDF-` header wherever its
 name says otherwise, an office file or e-book by the parts its ZIP container holds, RTF by its
 `{\\rtf` opening, HTML by its name or its opening tag, a manual page by its roff title and
-section lines, an Info manual by makeinfo's first line. `detect` decides for files that are not read as text; `extract` reads them. Each reader returns an `Extracted`
-(text, outline of pages and headings, title, warnings) or raises `UnreadableDocument`.
+section lines, an Info manual by makeinfo's first line, a mail message by its header block.
+`detect` decides for files that are not read as text; `extract` reads them. Each reader returns
+an `Extracted` (text, outline of pages and headings, title, warnings) or raises
+`UnreadableDocument`.
 """
 
 from __future__ import annotations
@@ -148,6 +150,17 @@ def extract_info(text: str) -> Extracted:
     return read_info(text)
 
 
+def is_email(text: str) -> bool:
+    """Whether a text file is one mail message (see `mail.is_email`)."""
+    from indexer.sources.formats.mail import is_email as mail
+    return mail(text)
+
+
+def extract_email(text: str) -> Extracted:
+    from indexer.sources.formats.mail import read_email
+    return read_email(text)
+
+
 def is_manpage(text: str) -> bool:
     """Whether a text file is a manual page in roff (see `manpage.is_manpage`)."""
     from indexer.sources.formats.manpage import is_manpage as roff
@@ -160,4 +173,5 @@ def extract_manpage(text: str) -> Extracted:
 
 
 __all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument", "decode_html", "detect",
-           "extract", "extract_html", "extract_info", "extract_manpage", "is_html", "is_info", "is_manpage"]
+           "extract", "extract_email", "extract_html", "extract_info", "extract_manpage", "is_email", "is_html", "is_info",
+           "is_manpage"]

@@ -620,3 +620,25 @@ def test_gnu_info_manuals_are_read_node_by_node_despite_their_nul_marked_index(t
     assert by_id["widget.info.gz"].title == "GNU Widget" and "\x00" not in by_id["big.info"].text
     assert [h.title for h in by_id["big.info"].outline.headings][:2] == ["GNU Widget", "1 Overview"]
     assert len(issues) == 1 and issues[0].startswith("parts.info: an Info file without nodes")
+
+
+def test_a_saved_mail_is_read_as_its_message_in_the_charset_it_declares(tmp_path):
+    """A ticket saved from a mail client (.eml, or any name): its transport headers were indexed
+    as text, and an 8-bit Latin-1 body was guessed at with a "not UTF-8" warning, although the
+    message declares its charset."""
+    import gzip
+
+    from tests.indexer.sources.formats.test_mail import message
+
+    latin = message("Die Kaffeemaschine im Büro ist kaputt.", cte="8bit").as_bytes()
+    latin = latin.replace(b'charset="utf-8"', b'charset="iso-8859-1"').replace("Büro".encode(), "Büro".encode("latin-1"))
+    (tmp_path / "ticket.eml").write_bytes(latin)
+    (tmp_path / "saved-as.txt").write_bytes(message().as_bytes())
+    (tmp_path / "old.eml.gz").write_bytes(gzip.compress(b"From helpdesk Tue Nov  3 09:14:00 2026\n" + latin))
+    docs, issues = collect(tmp_path)
+    assert issues == []
+    by_id = {d.doc_id: d for d in docs}
+    assert {d.title for d in docs} == {"Ticket #4711: imprimante bloquée"}
+    assert by_id["ticket.eml"].text.endswith("Die Kaffeemaschine im Büro ist kaputt.")
+    assert by_id["old.eml.gz"].text == by_id["ticket.eml"].text
+    assert "duplex job" in by_id["saved-as.txt"].text and "Received:" not in by_id["saved-as.txt"].text

@@ -1,0 +1,126 @@
+"""E-mail messages (`.eml`, a ticket or a mail saved from a client): the message, not its transport.
+
+Python's `email` package (policy `default`) parses the message: its Subject is the title,
+encoded words decoded (`=?utf-8?q?Caf=C3=A9?=` reads "Café"); the text holds the sender,
+recipients and date (what people search a mail by) and then the body, quoted-printable and base64
+decoded in the charset each part declares. Of a multipart message the plain-text body is read,
+else its HTML body for its text (`html_page.read_html`); attachments are not read, and are named
+in a warning so that they can be saved and indexed as files of their own. The transport headers
+(Received, DKIM, X-Spam-..., List-...) are left out: in a mailing-list message they outweigh the
+body.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import re
+from email.message import EmailMessage
+from typing import cast
+
+from indexer.sources.formats.extracted import Extracted, UnreadableDocument, clean_text
+from indexer.sources.legacy_text import decode_legacy
+from indexer.sources.outline import Outline
+
+# A header field line (RFC 5322: printable ASCII but ":" and space, then ":").
+_FIELD = re.compile(r"[!-9;-~]+:")
+# Fields that say a text is a mail message (a plain text that opens with "From: " is not one).
+_MAIL_FIELDS = frozenset({"date", "subject", "message-id", "received", "mime-version", "return-path",
+                          "delivered-to", "in-reply-to", "content-type"})
+_SHOWN = ("From", "To", "Cc", "Date")
+# A signed message's signature part: proof of the sender, not content nor an attachment to save.
+_SIGNATURES = frozenset({"application/pgp-signature", "application/pkcs7-signature",
+                         "application/x-pkcs7-signature"})
+_MAX_HEADER_LINES = 400
+_HEAD_CHARS = 65536  # a header block longer than this is not a message's
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def is_email(text: str) -> bool:
+    """Whether a text is one mail message: it opens with a header block (an mbox "From " line
+    allowed first), every line of it a field or a field's continuation, holding From and at least
+    two fields only mail has (Date, Subject, Message-ID, Received, MIME-Version, ...)."""
+    lines = text[:_HEAD_CHARS].split("\n")
+    if lines and lines[0].startswith("From "):
+        lines = lines[1:]
+    names: set[str] = set()
+    for line in lines[:_MAX_HEADER_LINES]:
+        line = line.rstrip("\r")
+        if not line:
+            break
+        if line[0] in " \t" and names:
+            continue
+        field = _FIELD.match(line)
+        if field is None:
+            return False
+        names.add(field.group()[:-1].lower())
+    else:
+        return False
+    return "from" in names and len(names & _MAIL_FIELDS) >= 2
+
+
+def _undeclared_8bit(part: EmailMessage) -> str | None:
+    """The text of a part that declares no charset (or US-ASCII) yet holds 8-bit bytes, as mail
+    clients read it: UTF-8 when it decodes so, else the legacy encoding a text file would be read
+    in (`legacy_text.decode_legacy`); None for a part that declares its charset or is ASCII."""
+    if (part.get_content_charset() or "us-ascii") != "us-ascii":
+        return None
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes) or payload.isascii():
+        return None
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        legacy = decode_legacy(payload)
+        return legacy[0] if legacy is not None else payload.decode("cp1252", errors="replace")
+
+
+def _body_text(part: EmailMessage) -> str:
+    content = _undeclared_8bit(part)
+    if content is None:
+        content = part.get_content()
+    if not isinstance(content, str):
+        return ""
+    if part.get_content_type() == "text/html":
+        from indexer.sources.formats.html_page import read_html
+
+        try:
+            return read_html(content).text
+        except UnreadableDocument:
+            return ""
+    return content
+
+
+def _printable(text: str) -> str:
+    """`text` with each surrogate escape (a byte no declared charset explained: a part that
+    declares none) as U+FFFD, as a mail client shows it."""
+    return _ESCAPED.sub("\ufffd", text)
+
+
+def read_email(text: str) -> Extracted:
+    """The message's sender, recipients and date, then its body; the Subject as its title and
+    attachments named in a warning. `text` is the message's bytes as ASCII with other bytes as
+    surrogate escapes (how `email` parses bytes), or its text."""
+    if text.startswith("From "):  # the mbox separator line a saved message may keep
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    message = cast(EmailMessage, email.message_from_string(text, policy=email.policy.default))
+    header = "\n".join(f"{name}: {' '.join(str(message[name]).split())}" for name in _SHOWN
+                       if message[name] is not None)
+    try:
+        body_part = message.get_body(preferencelist=("plain", "html"))
+        body = _body_text(body_part) if isinstance(body_part, EmailMessage) else ""
+        attachments = [part.get_filename() or part.get_content_type() for part in message.iter_attachments()
+                       if part.get_content_type() not in _SIGNATURES]
+    except (LookupError, ValueError, KeyError) as err:  # an unknown charset, a broken MIME structure
+        raise UnreadableDocument(f"damaged mail message ({type(err).__name__}: {err}); save it again from the "
+                                 "mail client") from err
+    body = clean_text(body).strip()
+    if not body and not attachments:
+        raise UnreadableDocument("mail message without a body to index")
+    warnings = ()
+    if attachments:
+        warnings = (f"{len(attachments)} attachment(s) not indexed: {', '.join(attachments[:5])}"
+                    f"{' and more' if len(attachments) > 5 else ''}; save them as files to index them",)
+    subject = " ".join(str(message["Subject"] or "").split())
+    return Extracted(text=_printable(f"{header}\n\n{body}".strip()), outline=Outline(), title=_printable(subject),
+                     warnings=warnings)

@@ -1,0 +1,78 @@
+"""Mail messages written by the standard library's `email` package, as mail clients save them:
+encoded subjects, quoted-printable and base64 bodies, HTML alternatives, attachments, signatures."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+
+import pytest
+
+from indexer.sources.formats import UnreadableDocument, is_email
+from indexer.sources.formats.mail import read_email
+
+
+def message(body: str = "The printer on floor 3 jams on every duplex job.", subtype: str = "plain",
+            cte: str | None = "quoted-printable") -> EmailMessage:
+    mail = EmailMessage()
+    mail["From"] = "Zoë Adams <zoe@example.org>"
+    mail["To"] = "helpdesk@example.org"
+    mail["Date"] = "Tue, 03 Nov 2026 09:14:00 +0100"
+    mail["Subject"] = "Ticket #4711: imprimante bloquée"
+    mail["Message-ID"] = "<4711@example.org>"
+    mail["Received"] = "from mx.example.org by mail.example.org; Tue, 03 Nov 2026 09:14:01 +0100"
+    mail.set_content(body, subtype=subtype, cte=cte)
+    return mail
+
+
+def test_the_subject_titles_it_and_sender_date_and_decoded_body_make_its_text():
+    raw = message("Le pilote réinstallé, l'imprimante bloque encore. " * 3).as_string()
+    assert "=C3=A9" in raw and "=?utf-8?" in raw  # quoted-printable body, encoded-word subject
+    assert is_email(raw)
+    extracted = read_email(raw)
+    assert extracted.title == "Ticket #4711: imprimante bloquée"
+    assert extracted.text.startswith("From: Zoë Adams <zoe@example.org>\nTo: helpdesk@example.org\n"
+                                     "Date: Tue, 03 Nov 2026 09:14:00 +0100\n\nLe pilote réinstallé")
+    assert "Received" not in extracted.text and "Message-ID" not in extracted.text
+    assert not extracted.warnings
+
+
+def test_base64_and_an_html_only_body_are_read_as_text():
+    assert "réinstallé" in read_email(message("Pilote réinstallé.", cte="base64").as_string()).text
+    html = message("<html><body><h1>Status</h1><p>The <b>duplex unit</b> was replaced.</p></body></html>",
+                   subtype="html")
+    text = read_email(html.as_string()).text
+    assert "The duplex unit was replaced." in text and "<b>" not in text
+
+
+def test_the_plain_alternative_is_preferred_and_attachments_named_but_not_signatures():
+    mail = message()
+    mail.add_alternative("<p>HTML twin of the body</p>", subtype="html")
+    mail.add_attachment(b"%PDF-1.4 ...", maintype="application", subtype="pdf", filename="invoice.pdf")
+    mail.add_attachment(b"-----BEGIN PGP SIGNATURE-----", maintype="application", subtype="pgp-signature")
+    extracted = read_email(mail.as_string())
+    assert "duplex job" in extracted.text and "HTML twin" not in extracted.text
+    assert extracted.warnings == ("1 attachment(s) not indexed: invoice.pdf; save them as files to index them",)
+
+
+def test_a_body_without_a_declared_charset_is_read_as_a_mail_client_would():
+    raw = message("Gr\N{LATIN SMALL LETTER U WITH DIAERESIS}\N{LATIN SMALL LETTER SHARP S}e aus K\N{LATIN SMALL LETTER O WITH DIAERESIS}ln, die Kaffeemaschine ist kaputt.",
+                  cte="8bit").as_bytes()
+    raw = raw.replace(b'; charset="utf-8"', b"").replace("Grüße aus Köln".encode(), "Grüße aus Köln".encode("cp1252"))
+    assert b"charset" not in raw.split(b"\n\n", 1)[0].split(b"Content-Type")[1].split(b"\n")[0]
+    text = read_email(raw.decode("ascii", errors="surrogateescape")).text
+    assert "Grüße aus Köln, die Kaffeemaschine ist kaputt." in text and "\ufffd" not in text
+
+
+@pytest.mark.parametrize("text", [
+    "From: Alice\nShe wrote the first draft.\n",  # a note that opens with "From:"
+    "Subject: minutes\nDate: Monday\n\nNo sender.",  # no From
+    "From: a@example.org\nTo: b@example.org\n\nOnly address fields.",  # nothing only mail has
+    "From: a@example.org\nDate: today\nSubject: never ends",  # no blank line ends the header
+])
+def test_text_that_only_looks_like_a_header_is_not_mail(text):
+    assert not is_email(text)
+
+
+def test_a_message_without_a_body_or_attachment():
+    with pytest.raises(UnreadableDocument, match="mail message without a body"):
+        read_email(message("   ").as_string())
