@@ -12,13 +12,14 @@ body.
 
 from __future__ import annotations
 
+import codecs
 import email
 import email.policy
 import re
 from email.message import EmailMessage
 from typing import cast
 
-from indexer.sources.formats.extracted import Extracted, UnreadableDocument, clean_text
+from indexer.sources.formats.extracted import Extracted, UnreadableDocument, clean_text, reading
 from indexer.sources.legacy_text import decode_legacy
 from indexer.sources.outline import Outline
 
@@ -60,11 +61,17 @@ def is_email(text: str) -> bool:
 
 
 def _undeclared_8bit(part: EmailMessage) -> str | None:
-    """The text of a part that declares no charset (or US-ASCII) yet holds 8-bit bytes, as mail
-    clients read it: UTF-8 when it decodes so, else the legacy encoding a text file would be read
-    in (`legacy_text.decode_legacy`); None for a part that declares its charset or is ASCII."""
-    if (part.get_content_charset() or "us-ascii") != "us-ascii":
-        return None
+    """The text of a part that declares no charset (or US-ASCII, or one Python does not know) yet
+    holds 8-bit bytes, as mail clients read it: UTF-8 when it decodes so, else the legacy encoding
+    a text file would be read in (`legacy_text.decode_legacy`); None for a part that declares a
+    known charset or is ASCII."""
+    charset = part.get_content_charset() or "us-ascii"
+    if charset != "us-ascii":
+        try:
+            codecs.lookup(charset)
+            return None
+        except LookupError:
+            pass
     payload = part.get_payload(decode=True)
     if not isinstance(payload, bytes) or payload.isascii():
         return None
@@ -103,17 +110,15 @@ def read_email(text: str) -> Extracted:
     surrogate escapes (how `email` parses bytes), or its text."""
     if text.startswith("From "):  # the mbox separator line a saved message may keep
         text = text.split("\n", 1)[1] if "\n" in text else ""
-    message = cast(EmailMessage, email.message_from_string(text, policy=email.policy.default))
-    header = "\n".join(f"{name}: {' '.join(str(message[name]).split())}" for name in _SHOWN
-                       if message[name] is not None)
-    try:
+    with reading("mail message", "save it again from the mail client", (LookupError, ValueError, KeyError)):
+        message = cast(EmailMessage, email.message_from_string(text, policy=email.policy.default))
+        header = "\n".join(f"{name}: {' '.join(str(message[name]).split())}" for name in _SHOWN
+                           if message[name] is not None)
         body_part = message.get_body(preferencelist=("plain", "html"))
         body = _body_text(body_part) if isinstance(body_part, EmailMessage) else ""
         attachments = [part.get_filename() or part.get_content_type() for part in message.iter_attachments()
                        if part.get_content_type() not in _SIGNATURES]
-    except (LookupError, ValueError, KeyError) as err:  # an unknown charset, a broken MIME structure
-        raise UnreadableDocument(f"damaged mail message ({type(err).__name__}: {err}); save it again from the "
-                                 "mail client") from err
+        subject = " ".join(str(message["Subject"] or "").split())
     body = clean_text(body).strip()
     if not body and not attachments:
         raise UnreadableDocument("mail message without a body to index")
@@ -121,6 +126,5 @@ def read_email(text: str) -> Extracted:
     if attachments:
         warnings = (f"{len(attachments)} attachment(s) not indexed: {', '.join(attachments[:5])}"
                     f"{' and more' if len(attachments) > 5 else ''}; save them as files to index them",)
-    subject = " ".join(str(message["Subject"] or "").split())
     return Extracted(text=_printable(f"{header}\n\n{body}".strip()), outline=Outline(), title=_printable(subject),
                      warnings=warnings)

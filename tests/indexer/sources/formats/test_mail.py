@@ -76,3 +76,9 @@ def test_text_that_only_looks_like_a_header_is_not_mail(text):
 def test_a_message_without_a_body_or_attachment():
     with pytest.raises(UnreadableDocument, match="mail message without a body"):
         read_email(message("   ").as_string())
+
+
+def test_an_unknown_charset_is_read_as_an_undeclared_one():
+    raw = message("Caf\N{LATIN SMALL LETTER E WITH ACUTE} ferm\N{LATIN SMALL LETTER E WITH ACUTE}.", cte="8bit").as_bytes()
+    raw = raw.replace(b'charset="utf-8"', b'charset="x-mac-unknown"')
+    assert read_email(raw.decode("ascii", errors="surrogateescape")).text.endswith("Café fermé.")
