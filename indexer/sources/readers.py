@@ -2,12 +2,13 @@
 
 Files are read by content, not by extension: a PDF or RTF file by its header, and a Word,
 PowerPoint or OpenDocument file or an e-book by what its ZIP container holds, whatever their
-names (`indexer.sources.formats`); HTML by its name or its opening tag; and a README, `.rst`, `.log` or a file without an extension is one
-document when its bytes decode as text (binary is told by NUL bytes, as `_decode` does). A
-gzip-compressed file is read as what it holds (`notes.txt.gz`, `corpus.jsonl.gz`,
-`manual.pdf.gz`). Only `.jsonl` and `.csv` are read as records, one document each. Each
-whole-file document keeps its outline (pages, headings: `indexer.sources.outline`), from which
-every passage is located.
+names (`indexer.sources.formats`); HTML by its name or its opening tag; a manual page, an Info
+manual or a mail message by how its text opens; and a README, `.rst`, `.log` or a file without
+an extension is one document when its bytes decode as text (binary is told by NUL bytes, as
+`_decode` does). A gzip-compressed file is read as what it holds (`notes.txt.gz`,
+`corpus.jsonl.gz`, `manual.pdf.gz`). Only `.jsonl` and `.csv` are read as records, one document
+each. Each whole-file document keeps its outline (pages, headings: `indexer.sources.outline`),
+from which every passage is located.
 
 Bad records never stop a build by default: each is reported through `on_issue`
 with its file and line and skipped. The caller decides whether an issue is fatal

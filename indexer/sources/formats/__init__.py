@@ -172,6 +172,6 @@ def extract_manpage(text: str) -> Extracted:
     return read_manpage(text)
 
 
-__all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument", "decode_html", "detect",
-           "extract", "extract_email", "extract_html", "extract_info", "extract_manpage", "is_email", "is_html", "is_info",
-           "is_manpage"]
+__all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument",
+           "decode_html", "detect", "extract", "extract_email", "extract_html", "extract_info", "extract_manpage",
+           "is_email", "is_html", "is_info", "is_manpage"]
