@@ -482,16 +482,24 @@ async def drive_app(app: App, screenshots: Path, tmp_path: Path) -> dict[str, Pa
             await page.type_into(query_box, "sourdough bread wild yeast")
             await page.wait_for(f"(() => {{ const t = {RESULT_TITLES}; return t[0] === '1. Nature and craft'; }})()",
                                 "the PDF as the first hit")
-            # The PDF is read only when asked: its button, then its link. Pressed from inside the wait,
-            # so a press that a rerun swallowed is pressed again.
-            link = await page.wait_for(
-                """(() => { const a = [...document.querySelectorAll('[data-testid="stMain"] a')]
-                       .find(x => x.innerText.includes('Open nature.pdf at p. 2'));
-                   if (a) return a.href;
-                   const b = [...document.querySelectorAll('[data-testid="stMain"] button')]
-                       .find(x => x.innerText.includes('Open at p. 2'));
-                   if (b) b.click();
-                   return null; })()""", "the link to page 2")
+            # The PDF is read only when asked: its button, then its link. A press that a rerun
+            # swallowed is pressed again, but only after the page had time to answer: pressed on
+            # every poll, each press restarted the run before it drew the link, and on a slow
+            # machine (a run over the poll's 0.5 s) the stale button stayed forever (CI, 2026-11-28).
+            link_href = """(() => { const a = [...document.querySelectorAll('[data-testid="stMain"] a')]
+                               .find(x => x.innerText.includes('Open nature.pdf at p. 2'));
+                           return a ? a.href : null; })()"""
+            for attempt in range(4):
+                await page.evaluate("""(() => { const b = [...document.querySelectorAll('[data-testid="stMain"] button')]
+                                                     .find(x => x.innerText.includes('Open at p. 2'));
+                                                 if (b) b.click(); })()""")
+                try:
+                    link = await page.wait_for(link_href, "the link to page 2",
+                                               timeout=STEP_TIMEOUT_S if attempt == 3 else STEP_TIMEOUT_S / 6)
+                    break
+                except AssertionError:
+                    if attempt == 3:
+                        raise
             assert link.endswith("#page=2"), link
             sources = await page.evaluate(
                 """[...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"]')]
