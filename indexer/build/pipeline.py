@@ -49,6 +49,7 @@ from indexer.sources.passage_text import (  # noqa: F401  embedded_title: import
     embedded_title,
     title_token_budget,
 )
+from indexer.store.bm25_store import TokenizedTexts, tokenized_passages
 from indexer.store.plan import Plan
 from indexer.store.records import BuildMeta, IndexInfo
 from indexer.store.transaction import WriteTransaction
@@ -63,13 +64,17 @@ MAX_PROGRESS_STEP = 4096
 # many (see `build_loop.next_commit_size`): a search sees the first documents within seconds. A
 # build into an index that already answers starts at `commit_passages`: fewer commits, fewer segments.
 FIRST_COMMIT_PASSAGES = 16
-# How long the build's first total of passages waits for the count (`PassageCutter.count_all`):
-# a source counted by then shows its exact total from the start; a larger one, an estimate
-# until it is counted, then the count.
+# How long the build's first total of passages waits for the count (`PassageCutter.count_all`)
+# on a CPU: a source counted by then shows its exact total from the start; a larger one, an
+# estimate until it is counted, then the count. On a GPU the build does not wait (`count_wait`).
 COUNT_WAIT_SECONDS = 2.0
 # Documents cut before the build starts, spread over its plan, for the estimate until the count
 # is done: about 0.2 s of tokenizing, against minutes of embedding.
 ESTIMATE_SAMPLE = 200
+# A commit's passages whose BM25 tokens the workers did not make (cut by the build first) are
+# tokenized in the build's thread up to this many; past it, the merge tokenizes them in the
+# workers, as it does every passage in a build without them (`PassageCutter.bm25_tokens`).
+LOCAL_BM25_PASSAGES = 2048
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,8 @@ class PassageCutter:
         self.overlap_tokens = overlap_tokens
         self.min_tail_tokens = min_tail_tokens
         self.cut: dict[str, list[PassageSpan]] = {}  # by doc id; the counting thread adds with setdefault
+        # By doc id: its passages' BM25 tokens, rows [lo, hi) of a block a worker made (`cut_task`)
+        self.tokens: dict[str, tuple[TokenizedTexts, int, int]] = {}
         self.warned: set[str] = set()
         self.warnings: list[str] = []  # stretches left out of passages, one line each
         self.counting: threading.Thread | None = None
@@ -242,10 +249,12 @@ class PassageCutter:
             for start in range(0, len(docs), step):
                 if self._stop.is_set():
                     return
-                part = [d for d in docs[start:start + step] if d.doc_id not in self.cut]
+                # Documents the build cut already are cut again: their BM25 tokens come with the rest.
+                part = [d for d in docs[start:start + step] if d.doc_id not in self.tokens]
                 if part:
                     pending.append((part, workers.submit(pool, workers.cut_task, as_json, self.passage_tokens,
-                                                         self.overlap_tokens, self.min_tail_tokens, part)))
+                                                         self.overlap_tokens, self.min_tail_tokens, part,
+                                                         tokenized_passages)))
                 while len(pending) > ahead or (pending and start + step >= len(docs)):
                     part, future = pending.popleft()
                     self._store_cut(part, future.result())
@@ -255,10 +264,49 @@ class PassageCutter:
             workers.discard(pool)
             self._count_here(copy.deepcopy(self.tokenizer), docs)
 
-    def _store_cut(self, docs: list[Document], cut: list[tuple[str, list[tuple[int, int, int]], bytes]]) -> None:
+    def _store_cut(self, docs: list[Document],
+                   done: tuple[list[tuple[str, list[tuple[int, int, int]], bytes]], TokenizedTexts | None]) -> None:
+        cut, tokens = done
+        row = 0
         for doc, (doc_id, spans, digest) in zip(docs, cut, strict=True):
             doc.keep_content_digest(digest)
             self.cut.setdefault(doc_id, [PassageSpan(*span) for span in spans])
+            if tokens is not None:
+                self.tokens[doc_id] = (tokens, row, row + len(spans))
+            row += len(spans)
+
+    def bm25_tokens(self, docs: Sequence[Document]) -> list[TokenizedTexts] | None:
+        """The BM25 tokens of `docs`' passages, in order, as blocks (each document's passages once
+        cut): the workers' where they made them, the rest tokenized here; None when more than
+        `LOCAL_BM25_PASSAGES` would be (the merge then tokenizes them in the workers). A
+        document's tokens are handed out once (to its commit), then let go."""
+        where = [self.tokens.get(doc.doc_id) for doc in docs]
+        if sum(len(self.cut[doc.doc_id]) for doc, at in zip(docs, where, strict=True) if at is None) > LOCAL_BM25_PASSAGES:
+            return None
+        blocks: list[TokenizedTexts] = []
+        run: list[tuple[str, str]] = []  # passages of documents without tokens, tokenized together
+        block, lo, hi = None, 0, 0
+        for doc, at in zip(docs, where, strict=True):
+            if at is not None and not run and block is at[0] and at[1] == hi:
+                hi = at[2]  # the next rows of the same block
+                continue
+            if block is not None:
+                blocks.append(block.rows(lo, hi))
+                block = None
+            if at is None:
+                run += [(doc.title, doc.text[s.start_char:s.end_char]) for s in self.cut[doc.doc_id]]
+                continue
+            if run:
+                blocks.append(tokenized_passages(run))
+                run = []
+            block, lo, hi = at
+        if block is not None:
+            blocks.append(block.rows(lo, hi))
+        if run:
+            blocks.append(tokenized_passages(run))
+        for doc in docs:
+            self.tokens.pop(doc.doc_id, None)
+        return blocks
 
     def wait_counted(self, seconds: float) -> None:
         if self.counting is not None:
@@ -274,7 +322,7 @@ class PassageCutter:
             self.counting.join()
         self.counting = None
         self._stop = threading.Event()
-        self.cut, self.sample, self.warned = {}, set(), set()
+        self.cut, self.sample, self.warned, self.tokens = {}, set(), set(), {}
 
 
 # Devices on which a build embeds in a thread ahead of its commits (`background_embed.py`): none.
@@ -284,6 +332,15 @@ class PassageCutter:
 # passages/s against 1,888 / 1,995 / 1,967 ahead; BENCHMARKS.md, bench_gpu-encode), so the thread
 # waits until the commits hold the lock less. bench/bench_gpu.py measures both.
 EMBED_AHEAD_DEVICES: frozenset[str] = frozenset()
+
+
+def count_wait(model) -> float:
+    """Seconds the first total waits for the count: `COUNT_WAIT_SECONDS` where the model runs on
+    the CPU, whose build takes minutes; none on an accelerator, where a build of 31k passages
+    takes about 15 s (BENCHMARKS.md, bench_gpu-encode) and the wait could hold the build's thread
+    idle for 2 of them: there the total is the sample's estimate until the count lands."""
+    device = getattr(getattr(model, "device", None), "type", "cpu")
+    return COUNT_WAIT_SECONDS if device == "cpu" else 0.0
 
 
 def embeds_ahead(model) -> bool:
@@ -333,8 +390,11 @@ class ModelEmbedder(Embedder):
         assert self.cutter is not None, "settle() comes first"
         if not self.estimated:
             self.estimated = True
-            self.cutter.wait_counted(COUNT_WAIT_SECONDS)
+            self.cutter.wait_counted(count_wait(self.model))
         return estimated_passages(to_embed, self.cutter.cut, self.cutter.sample)
+
+    def bm25_tokens(self, docs: Sequence[Document]) -> list[TokenizedTexts] | None:
+        return None if self.cutter is None or not self.cutter.tokens else self.cutter.bm25_tokens(docs)
 
     def inputs(self, docs: Sequence[Document], spans: Sequence[Sequence[PassageSpan]]) -> list[str]:
         return embedding_inputs(docs, spans, self.model, self.embed_titles)

@@ -160,18 +160,23 @@ def _worker_tokenizer(tokenizer_json: str) -> _Tokenizer:
 
 
 def cut_task(tokenizer_json: str, passage_tokens: int, overlap_tokens: int, min_tail_tokens: int,
-             documents: list[Document]) -> list[tuple[str, list[tuple[int, int, int]], bytes]]:
+             documents: list[Document], tokenize: Callable[[list[tuple[str, str]]], T] | None = None,
+             ) -> tuple[list[tuple[str, list[tuple[int, int, int]], bytes]], T | None]:
     """In a worker: (doc id, [(ordinal, start, end)], content digest) of each document, cut as
     `split_into_sections` cuts in the build's process and hashed as `Document.content_hash` hashes
-    there (the hash was 1.3 s of an H100 build's main thread for 14,000 documents)."""
+    there (the hash was 1.3 s of an H100 build's main thread for 14,000 documents); and, with
+    `tokenize` (a module function, such as `bm25_store.tokenized_passages`), what it makes of
+    every passage's (title, text) in that order: the BM25 tokens a commit's merge then takes
+    instead of reading the texts back and tokenizing them."""
     from indexer.sources.chunking import split_into_sections
 
     tokenizer = _worker_tokenizer(tokenizer_json)
-    return [(doc.doc_id, [(s.ordinal, s.start_char, s.end_char) for s in
-                          split_into_sections(doc.text, [h.start for h in doc.outline.headings], tokenizer,
-                                              passage_tokens, overlap_tokens, min_tail_tokens)],
-             doc.content_digest())
-            for doc in documents]
+    cut = [(doc, split_into_sections(doc.text, [h.start for h in doc.outline.headings], tokenizer,
+                                     passage_tokens, overlap_tokens, min_tail_tokens)) for doc in documents]
+    tokens = None if tokenize is None else tokenize(
+        [(doc.title, doc.text[s.start_char:s.end_char]) for doc, spans in cut for s in spans])
+    return ([(doc.doc_id, [(s.ordinal, s.start_char, s.end_char) for s in spans], doc.content_digest())
+             for doc, spans in cut], tokens)
 
 
 def tokenizer_json(tokenizer) -> str | None:

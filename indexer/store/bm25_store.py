@@ -337,12 +337,15 @@ class BM25Store:
                 and self.frozen_from is None and self.stopwords == STOPWORDS)
 
     @classmethod
-    def merged(cls, base: BM25Store, keep: np.ndarray, blocks: Iterable[tuple[np.ndarray, Sequence[str]]],
+    def merged(cls, base: BM25Store, keep: np.ndarray,
+               blocks: Iterable[tuple[np.ndarray, Sequence[str] | TokenizedTexts]],
                title_repeats: int = TITLE_REPEATS) -> BM25Store:
         """A new base over `base`'s rows where `keep` (a mask over its rows) is True, then the
         passages of `blocks`, scored as `build_streamed` would score them all (idf, mean length and
         every score computed again over the merged collection), but tokenizing only the texts of
-        `blocks`: the base's term frequencies and lengths are kept in its folder (`rescorable`).
+        `blocks`, or none where a block comes tokenized (`TokenizedTexts`, as `bm25_document`
+        wrote them with `title_repeats`): the base's term frequencies and lengths are kept in its
+        folder (`rescorable`).
         Scores come from bm25s's own idf and term-frequency functions, applied to every entry at
         once. Rows: the kept base rows in order, then the blocks' passages. `base` is consumed (its
         score arrays are let go as they are placed), so that a merge holds them and the new ones
@@ -371,7 +374,10 @@ class BM25Store:
         for block_ids, texts in blocks:
             if not len(texts):
                 continue
-            block_lengths, flat = store._token_ids(texts, vocab)
+            if isinstance(texts, TokenizedTexts):
+                block_lengths, flat = texts.lengths, texts.mapped(vocab)
+            else:
+                block_lengths, flat = store._token_ids(texts, vocab)
             keys, tf = np.unique(np.repeat(np.arange(len(block_lengths)), block_lengths) * len(vocab) + flat,
                                  return_counts=True)
             new.append(((keys // len(vocab) + first).astype(np.int32), (keys % len(vocab)).astype(np.int32),
@@ -500,12 +506,7 @@ class BM25Store:
         if parts is None:
             with self._stemmer_lock:
                 parts = [tokenized_block(list(texts), self.stopwords, self._stemmer)]
-        all_lengths, all_flat = [], []
-        for terms, lengths, flat in parts:
-            lut = np.fromiter((vocab.setdefault(term, len(vocab)) for term in terms), dtype=np.int64, count=len(terms))
-            all_lengths.append(lengths)
-            all_flat.append(lut[flat])
-        return np.concatenate(all_lengths), np.concatenate(all_flat)
+        return np.concatenate([part.lengths for part in parts]), np.concatenate([part.mapped(vocab) for part in parts])
 
     def rows(self, rows: np.ndarray) -> BM25Store:
         """A store of these rows alone (ascending row numbers), their scores kept as they are: cut
@@ -612,11 +613,48 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def tokenized_block(texts: list[str], stopwords: str | None, stemmer=None) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(terms by local id, tokens per text, every text's local term ids in a row) of `texts`, by
-    `bm25s.tokenize` with the store's stop words and stemmer: what `BM25Store._token_ids` maps
-    into a vocabulary. A module function, so that worker processes run it (with a stemmer of
-    their own: PyStemmer objects are not thread-safe)."""
+@dataclass(frozen=True)
+class TokenizedTexts:
+    """Texts as BM25 reads them, before any index's vocabulary: `terms` by local id (in order of
+    first appearance), `lengths[i]` tokens of text i, and every text's local term ids in a row
+    (`flat`). Made by `tokenized_block`, in worker processes too; `BM25Store.merged` takes them
+    in place of texts (a build's workers tokenize each passage as they cut it)."""
+
+    terms: list[str]
+    lengths: np.ndarray  # int64, one per text
+    flat: np.ndarray  # int32 local term ids
+    whole: bool = True  # False: some texts of the block that made `terms` (`rows`)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def rows(self, start: int, stop: int) -> TokenizedTexts:
+        """Texts start..stop-1 (their `terms` the whole block's: only the used ones are mapped)."""
+        if start == 0 and stop == len(self):
+            return self
+        offsets = self.offsets
+        return TokenizedTexts(self.terms, self.lengths[start:stop], self.flat[offsets[start]:offsets[stop]], False)
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.lengths)])
+
+    def mapped(self, vocab: dict[str, int]) -> np.ndarray:
+        """`flat` as columns of `vocab`, which the used terms join (in local id order) when new."""
+        # Every term of a whole block occurs in it; a part maps only its own, so that no term without
+        # a passage joins the vocabulary.
+        used = np.arange(len(self.terms)) if self.whole else np.unique(self.flat)
+        lut = np.zeros(len(self.terms), dtype=np.int64)
+        terms = self.terms
+        lut[used] = np.fromiter((vocab.setdefault(terms[i], len(vocab)) for i in used.tolist()),
+                                dtype=np.int64, count=len(used))
+        return lut[self.flat]
+
+
+def tokenized_block(texts: list[str], stopwords: str | None, stemmer=None) -> TokenizedTexts:
+    """`texts` tokenized by `bm25s.tokenize` with the store's stop words and stemmer: what
+    `BM25Store._token_ids` maps into a vocabulary. A module function, so that worker processes
+    run it (with a stemmer of their own: PyStemmer objects are not thread-safe)."""
     tokens = bm25s.tokenize(texts, stopwords=stopwords, stemmer=stemmer or Stemmer.Stemmer(STEMMER_LANGUAGE),
                             return_ids=True, show_progress=False)
     terms = [""] * len(tokens.vocab)
@@ -624,7 +662,14 @@ def tokenized_block(texts: list[str], stopwords: str | None, stemmer=None) -> tu
         terms[local] = term
     lengths = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(tokens.ids))
     flat = np.fromiter(itertools.chain.from_iterable(tokens.ids), dtype=np.int32, count=int(lengths.sum()))
-    return terms, lengths, flat
+    return TokenizedTexts(terms, lengths, flat)
+
+
+def tokenized_passages(titled: list[tuple[str, str]]) -> TokenizedTexts:
+    """The BM25 documents of passages given as (document title, passage text), tokenized as a base
+    built now tokenizes them (`TITLE_REPEATS`, `STOPWORDS`): what a build's worker processes make
+    as they cut passages (`indexer.sources.workers.cut_task`)."""
+    return tokenized_block([bm25_document(title, text, TITLE_REPEATS) for title, text in titled], STOPWORDS)
 
 
 def bm25_terms(text: str) -> list[tuple[int, int, str]]:

@@ -102,6 +102,18 @@ class Plan:
         return not (self.add or self.change or self.remove)
 
 
+def after_commit(changes: Plan, committed: Plan) -> Plan:
+    """What `plan` gives again once `committed` (a chunk of `changes`, as `next_chunk` takes it,
+    every document of which was stored) has committed and nothing else has: its documents are
+    unchanged now, its removals done; the rest of `changes` is still to do."""
+    done, removed = {doc.doc_id for doc in committed.to_embed}, set(committed.remove)
+    return Plan(add=[d for d in changes.add if d.doc_id not in done],
+                change=[d for d in changes.change if d.doc_id not in done],
+                remove=[key for key in changes.remove if key not in removed],
+                unchanged=changes.unchanged + [doc.doc_id for doc in committed.to_embed],
+                moved=[m for m in changes.moved if m.doc_id not in done], kept=changes.kept)
+
+
 def plan(
     existing: Mapping[str, StoredDocument],
     documents: Sequence[Document],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import itertools
 import os
 import time
 import uuid
@@ -22,7 +23,13 @@ from indexer.errors import IndexBusyError, IndexMismatchError, IndexUnreadableEr
 from indexer.layout import IndexLayout
 from indexer.sources.documents import PassageSpan
 from indexer.store import ann, sql_store
-from indexer.store.bm25_store import STREAM_BLOCK, TITLE_REPEATS, BM25Store, bm25_document
+from indexer.store.bm25_store import (
+    STREAM_BLOCK,
+    TITLE_REPEATS,
+    BM25Store,
+    TokenizedTexts,
+    bm25_document,
+)
 from indexer.store.faiss_store import VectorStore
 from indexer.store.integrity import (
     checksum_update,
@@ -153,11 +160,14 @@ class WriteTransaction:
         passages: Sequence[Sequence[PassageSpan]],
         vectors: np.ndarray | Rows,
         meta: BuildMeta,
+        bm25_tokens: Sequence[TokenizedTexts] | None = None,
     ) -> CommitResult:
         """Stage the plan's row changes, update the vectors, write both files, record them.
 
         `passages[i]` are the spans of `plan.to_embed[i]`; `vectors` holds one row per span,
-        in that order.
+        in that order. `bm25_tokens`, when the build has them: every passage's BM25 document
+        (`bm25_document` of its title and text), tokenized, in the same order, in one or more
+        blocks; a merge then tokenizes none of this commit's passages again.
         """
         self.check_compatible(meta)
         docs = plan.to_embed
@@ -185,7 +195,7 @@ class WriteTransaction:
             result = self._append(new_ids, titled, vectors, removed, meta)
             if result is not None:
                 return result
-        return self._merge(new_ids, vectors, removed, meta)
+        return self._merge(new_ids, vectors, removed, meta, tokens=bm25_tokens)
 
     def replace_vectors(self, store: VectorStore | SegmentedVectors, meta: BuildMeta) -> CommitResult:
         """Commit `store` (all stored passages, re-embedded; or the committed vectors, verified) and
@@ -306,10 +316,12 @@ class WriteTransaction:
                 np.concatenate([old_vectors, vectors]))
 
     def _merge(self, new_ids: np.ndarray, vectors: np.ndarray | Rows, removed: np.ndarray,
-               meta: BuildMeta, reuse_committed: bool = True) -> CommitResult:
+               meta: BuildMeta, reuse_committed: bool = True,
+               tokens: Sequence[TokenizedTexts] | None = None) -> CommitResult:
         """Commit a new base over every live passage: vectors merged (`vector_merge`), BM25 rebuilt.
 
         `reuse_committed=False` (a repair): `new_ids` are every passage, the committed files unused.
+        `tokens`: the BM25 tokens of `new_ids`' passages (`commit`).
         """
         layout = layout_of(self.info) if self.info is not None and reuse_committed else None
         current = ann.VectorIndexPlan.from_json(layout.plan) if layout and layout.plan else None
@@ -343,7 +355,7 @@ class WriteTransaction:
             bm25: BM25Store | None = None
         else:
             bm25_dir = names.bm25_name(build_id)
-            bm25 = self._merged_bm25(sql_ids, reuse_committed)
+            bm25 = self._merged_bm25(sql_ids, reuse_committed, new_ids, tokens)
             if not np.array_equal(np.sort(bm25.ids()), sql_ids):
                 raise RuntimeError("BM25 and SQL hold different passages; nothing was committed.")
             bm25.save(root / bm25_dir)
@@ -375,22 +387,37 @@ class WriteTransaction:
         self.result = (vector_file, bm25_dir, *new_layout.files())
         return result
 
-    def _merged_bm25(self, sql_ids: np.ndarray, reuse_committed: bool) -> BM25Store:
+    def _merged_bm25(self, sql_ids: np.ndarray, reuse_committed: bool, new_ids: np.ndarray,
+                     tokens: Sequence[TokenizedTexts] | None) -> BM25Store:
         """BM25 over every stored passage (`sql_ids`). A committed base that keeps its term counts
         is rescored with only the other passages' texts tokenized (`BM25Store.merged`: at 1M
-        passages tokenizing was most of a merge); otherwise every text is read back from SQL and
-        tokenized, a block at a time (`build_streamed`)."""
+        passages tokenizing was most of a merge), and this commit's own passages (`new_ids`) not
+        even those when they come tokenized (`tokens`): their texts are not read back from SQL
+        either. Otherwise every text is read back from SQL and tokenized, a block at a time
+        (`build_streamed`)."""
         def documents(blocks):
             return ((block_ids, [bm25_document(t, x, TITLE_REPEATS) for t, x in zip(titles, texts, strict=True)])
                     for block_ids, titles, texts in blocks)
+
+        def tokenized(ids: np.ndarray, blocks: Sequence[TokenizedTexts]):
+            at = 0
+            for block in blocks:
+                yield ids[at:at + len(block)], block
+                at += len(block)
 
         base = self._committed_bm25_base() if reuse_committed else None
         if base is not None and base.rescorable and base.title_repeats == TITLE_REPEATS:
             stored = base.ids_view()
             keep = np.isin(stored, sql_ids)
             others = np.setdiff1d(sql_ids, stored[keep], assume_unique=True)
-            return BM25Store.merged(base, keep, documents(
-                sql_store.passage_text_blocks_of(self.session, others, STREAM_BLOCK)), TITLE_REPEATS)
+            if tokens is None or sum(map(len, tokens)) != len(new_ids) or not np.isin(new_ids, others).all():
+                return BM25Store.merged(base, keep, documents(
+                    sql_store.passage_text_blocks_of(self.session, others, STREAM_BLOCK)), TITLE_REPEATS)
+            # Older passages first, by id, then this commit's (whose ids are the largest): rows by id.
+            rest = np.setdiff1d(others, new_ids, assume_unique=True)
+            return BM25Store.merged(base, keep, itertools.chain(
+                documents(sql_store.passage_text_blocks_of(self.session, rest, STREAM_BLOCK)),
+                tokenized(new_ids, tokens)), TITLE_REPEATS)
         return BM25Store.build_streamed(documents(self.stored_passages(STREAM_BLOCK)),
                                         title_repeats=TITLE_REPEATS)  # never every text at once
 

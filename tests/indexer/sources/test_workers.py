@@ -62,6 +62,28 @@ def test_workers_cut_real_long_files_as_the_process_does(fast_tokenizer, two_wor
         assert doc.content_hash() == dataclasses.replace(doc).content_hash(), doc.doc_id
 
 
+def test_passages_cut_in_the_workers_come_with_their_bm25_tokens(fast_tokenizer, two_workers):
+    """The BM25 tokens a commit's merge takes instead of the texts: those of every passage, in
+    order, whether a worker made them or the build's thread (documents it cut first)."""
+    docs = real_documents()
+    cutter = PassageCutter(fast_tokenizer, 200, 20, 50)
+    for doc in docs[:2]:
+        cutter(doc)  # cut by the build first, as its first commit does
+    cutter.count_all(docs)
+    cutter.wait_counted(120)
+    assert len(cutter.tokens) == len(docs), "every document's tokens, those cut first too"
+    cutter.tokens.pop(docs[3].doc_id)  # one the workers did not tokenize: tokenized here
+    blocks = cutter.bm25_tokens(docs)
+    assert blocks is not None and len(blocks) > 1
+    titled = [(d.title, d.text[s.start_char:s.end_char]) for d in docs for s in cutter.cut[d.doc_id]]
+    want = bm25_store.tokenized_passages(titled)
+    assert sum(len(b) for b in blocks) == len(titled) > 100
+    np.testing.assert_array_equal(np.concatenate([b.lengths for b in blocks]), want.lengths)
+    got_terms = [b.terms[i] for b in blocks for i in b.flat.tolist()]
+    assert got_terms == [want.terms[i] for i in want.flat.tolist()]
+    assert not cutter.tokens, "handed out once, then let go"
+
+
 def test_without_workers_the_thread_cuts(fast_tokenizer, monkeypatch):
     monkeypatch.setenv("SEMSEARCH_BUILD_WORKERS", "0")
     assert workers.shared_pool() is None

@@ -229,6 +229,14 @@ def test_a_merge_rescores_the_base_as_a_build_of_everything_would(seed, tmp_path
     for query in ("comet orbit", "river valley", "glacier"):
         np.testing.assert_allclose(merged.search(query, 20)[0], whole.search(query, 20)[0], rtol=1e-6)
         assert merged.search(query, 20)[1].tolist() == whole.search(query, 20)[1].tolist()
+    # The same passages tokenized beforehand (as a build's workers tokenize them, in blocks cut
+    # into parts, whose unused terms must not join the vocabulary): the same index.
+    tokenized = bm25_store.tokenized_block(new_texts, bm25_store.STOPWORDS)
+    cuts = [0, 1 + seed, 40, 41, 120]
+    pretokenized = BM25Store.merged(BM25Store.load(tmp_path / "base"), keep,
+                                    [(new_ids[a:b], tokenized.rows(a, b)) for a, b in zip(cuts, cuts[1:], strict=False)])
+    assert entries(pretokenized) == pytest.approx(want)
+    assert set(pretokenized._index.vocab_dict) == set(whole._index.vocab_dict)
     merged.save(tmp_path / "merged")  # and it merges again from its own counts
     again = BM25Store.merged(BM25Store.load(tmp_path / "merged"), np.ones(merged.ntotal, bool), [])
     assert entries(again) == pytest.approx(got)

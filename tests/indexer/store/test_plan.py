@@ -90,3 +90,29 @@ def test_duplicate_ids_in_one_build_are_a_programming_error():
 
 def test_plan_defaults_are_empty():
     assert Plan().is_empty and Plan().to_embed == []
+
+
+def test_what_is_left_after_a_commit_is_what_planning_again_gives():
+    """`after_commit`: a build plans a window once and takes chunk after chunk of it; what is left
+    after each commit must be the plan made again against what that commit stored."""
+    from indexer.build.loop import next_chunk
+    from indexer.store.plan import after_commit
+
+    old = [doc("keep"), doc("edit", "old"), doc("gone"), doc("moved", source="old/place")]
+    existing = {d.doc_id: stored(d, i) for i, d in enumerate(old, start=1)}
+    docs = ([doc("keep"), doc("edit", "new"), doc("moved", source="new/place")]
+            + [doc(f"new{i}", "words " * i) for i in range(7)])
+    changes = plan(existing, docs, ORIGIN)
+    assert changes.remove == ["gone"] and changes.moved and changes.change
+    while not changes.is_empty:
+        chunk = next_chunk(changes, lambda d: [d.doc_id] * 2, 5)
+        for key in chunk.remove:  # the commit, as the index stores it
+            del existing[key]
+        for i, d in enumerate(chunk.to_embed, start=len(existing) + 10):
+            existing[d.doc_id] = stored(d, i)
+        left, again = after_commit(changes, chunk), plan(existing, docs, ORIGIN)
+        assert (left.add, left.change, left.remove, left.moved, left.kept) == \
+            (again.add, again.change, again.remove, again.moved, again.kept)
+        assert sorted(left.unchanged) == sorted(again.unchanged)
+        changes = left
+    assert sorted(changes.unchanged) == sorted(d.doc_id for d in docs)
