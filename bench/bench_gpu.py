@@ -126,7 +126,8 @@ def stage_env(payload: Path, out: Path) -> dict:
 CUDA_CHECKED_TESTS = ("tests/indexer/build/test_background_embed.py", "tests/indexer/test_pipelined_encoding.py",
                       # worker processes on a machine with cores to spare (where they are on by default)
                       "tests/indexer/sources/test_workers.py",
-                      "tests/indexer/build/test_build.py::test_a_build_in_worker_processes_stores_what_a_build_without_them_stores")
+                      "tests/indexer/build/test_build.py::test_a_build_in_worker_processes_stores_what_a_build_without_them_stores",
+                      "tests/indexer/build/test_build_progress.py::test_embed_returns_the_vectors_of_encode_texts_and_reports_up_to_the_end")
 
 
 def stage_tests(payload: Path, out: Path) -> dict:

@@ -141,14 +141,25 @@ def embed(
 ) -> np.ndarray:
     """Unit vectors for `texts`, with a tqdm bar in passages and an optional callback.
 
-    Progress is reported about every `PROGRESS_SECONDS`: the texts are fed longest first
-    (as `encode_texts` orders them) in steps sized by the rate measured so far, so a slow
-    CPU at 5 passages/s still moves the bar every few seconds and a GPU is not slowed by
-    small steps.
+    Progress is reported about every `PROGRESS_SECONDS`: on a CPU the texts are fed longest
+    first (as `encode_texts` orders them) in steps sized by the rate measured so far, so a slow
+    CPU at 5 passages/s still moves the bar every few seconds; on an accelerator they go to
+    `encode_texts` in one call, which reports every 512 passages (each step's call had started
+    its tokenizer pipeline again, from a first step of 8 at every commit).
     """
     n = len(texts)
     bar = tqdm(total=n, unit="passage", desc="embedding",
                disable=not show_progress or not texts, dynamic_ncols=True)
+    if on_accelerator(model):  # one call, its own progress every 512 passages: no restart per step
+        def moved(done: int, total: int) -> None:
+            bar.n = done
+            bar.refresh()
+            if progress is not None:
+                progress(done, total)
+        try:
+            return encode_texts(model, texts, batch_size=batch_size, progress=moved)
+        finally:
+            bar.close()
     out = np.empty((n, embedding_dimension(model)), dtype=np.float32)
     order = np.argsort([-len(t) for t in texts], kind="stable")
     done, step = 0, min(batch_size, FIRST_PROGRESS_STEP)
@@ -339,8 +350,12 @@ def count_wait(model) -> float:
     the CPU, whose build takes minutes; none on an accelerator, where a build of 31k passages
     takes about 15 s (BENCHMARKS.md, bench_gpu-encode) and the wait could hold the build's thread
     idle for 2 of them: there the total is the sample's estimate until the count lands."""
-    device = getattr(getattr(model, "device", None), "type", "cpu")
-    return COUNT_WAIT_SECONDS if device == "cpu" else 0.0
+    return 0.0 if on_accelerator(model) else COUNT_WAIT_SECONDS
+
+
+def on_accelerator(model) -> bool:
+    """Whether the model runs on something other than the CPU (a GPU)."""
+    return getattr(getattr(model, "device", None), "type", "cpu") != "cpu"
 
 
 def embeds_ahead(model) -> bool:

@@ -527,24 +527,49 @@ def insert_documents(session: Session, docs: Sequence[Document], origin: str,
         if not batch:
             continue
         doc_rows = [_document_values(doc, origin, now) for doc in batch]
-        doc_ids = _inserted(session, DocumentRow, doc_rows)
+        doc_ids = _inserted(session, DocumentRow, DOCUMENT_COLUMNS, doc_rows)
         rows = [row for doc, spans, doc_id in zip(batch, passages[start:start + INSERT_BATCH], doc_ids, strict=True)
                 for row in _passage_values(doc, spans, doc_id, titled if keep_texts else None)]
         if rows:
-            ids.extend(_inserted(session, PassageRow, rows))
+            ids.extend(_inserted(session, PassageRow, PASSAGE_COLUMNS, rows))
     return np.frombuffer(ids, dtype=np.int64).copy(), titled
 
 
-def _inserted(session: Session, table: type[DocumentRow] | type[PassageRow], rows: list[dict[str, Any]]) -> Sequence[int]:
-    """Insert `rows` into `table`; their ids, in order."""
-    columns = table.__table__  # Core, not the ORM's bulk insert: its per-row bookkeeping was a third of the time
-    reserved = _reserved_ids(session, table, len(rows))
+# The columns of a row as `_document_values` and `_passage_values` give them, in order.
+DOCUMENT_COLUMNS = ("doc_key", "title", "origin", "source", "text", "content_hash", "metadata", "indexed_at")
+PASSAGE_COLUMNS = ("document_id", "ordinal", "start_char", "end_char", "text", "text_hash", "page_first",
+                   "page_last", "section")
+# The DB-API placeholder of each parameter style that takes parameters by position.
+_PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+
+
+def _inserted(session: Session, table: type[DocumentRow] | type[PassageRow], names: Sequence[str],
+              rows: list[tuple[Any, ...]]) -> Sequence[int]:
+    """Insert `rows` (tuples of the columns `names`) into `table`; their ids, in order.
+
+    Where the ids are reserved (SQLite, PostgreSQL), the rows go to the driver's own executemany,
+    each value converted by its column type's own bind processor (JSON, dates), taken once per
+    insert: SQLAlchemy's per-row handling of an executemany's parameters was about 2 s of an H200
+    build's 3.1 s of SQL rows for 31k passages (BENCHMARKS.md, bench_gpu-encode). Elsewhere, Core's
+    INSERT ... RETURNING (not the ORM's bulk insert: its per-row bookkeeping was a third of the time)."""
+    dialect = session.get_bind().dialect
+    placeholder = _PLACEHOLDERS.get(dialect.paramstyle)
+    columns = table.__table__.c
+    reserved = _reserved_ids(session, table, len(rows)) if placeholder else None
     if reserved is None:
         return session.connection().execute(
-            insert(columns).returning(columns.c.id, sort_by_parameter_order=True), rows).scalars().all()
-    for row, row_id in zip(rows, reserved, strict=True):
-        row["id"] = row_id
-    session.connection().execute(insert(columns), rows)
+            insert(table.__table__).returning(columns.id, sort_by_parameter_order=True),
+            [dict(zip(names, row, strict=True)) for row in rows]).scalars().all()
+    convert = [(at, process) for at, name in enumerate(names)
+               if (process := columns[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None]
+    if convert:
+        rows = [tuple(row) for row in rows]
+        for at, process in convert:
+            rows = [row[:at] + (process(row[at]),) + row[at + 1:] for row in rows]
+    quote = dialect.identifier_preparer.quote
+    statement = (f"INSERT INTO {quote(table.__tablename__)} ({', '.join(map(quote, ('id', *names)))}) "
+                 f"VALUES ({', '.join([placeholder] * (len(names) + 1))})")
+    session.connection().exec_driver_sql(statement, [(row_id, *row) for row_id, row in zip(reserved, rows, strict=True)])
     return reserved
 
 
@@ -570,22 +595,20 @@ def _has_sqlite_sequence(session: Session) -> bool:
     return session.execute(text("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'")).first() is not None
 
 
-def _document_values(doc: Document, origin: str, now: dt.datetime) -> dict[str, Any]:
-    return {"doc_key": doc.doc_id, "title": doc.title, "origin": origin, "source": doc.source, "text": doc.text,
-            "content_hash": doc.content_hash(), "metadata": doc.metadata, "indexed_at": now}
+def _document_values(doc: Document, origin: str, now: dt.datetime) -> tuple[Any, ...]:
+    """A document's row (`DOCUMENT_COLUMNS`)."""
+    return (doc.doc_id, doc.title, origin, doc.source, doc.text, doc.content_hash(), doc.metadata, now)
 
 
 def _passage_values(doc: Document, spans: Sequence[PassageSpan], document_id: int,
-                    titled: list[tuple[str, str]] | None) -> list[dict[str, Any]]:
-    """A row per span of `doc`; appends (title, text) of each passage to `titled`."""
+                    titled: list[tuple[str, str]] | None) -> list[tuple[Any, ...]]:
+    """A row per span of `doc` (`PASSAGE_COLUMNS`); appends (title, text) of each passage to `titled`."""
     rows = []
     for span in spans:
         body = doc.text[span.start_char : span.end_char]
         where = doc.outline.locate(span.start_char, span.end_char)
-        rows.append({"document_id": document_id, "ordinal": span.ordinal, "start_char": span.start_char,
-                     "end_char": span.end_char, "text": body, "text_hash": passage_checksum(doc.title, body),
-                     "page_first": where.page_first, "page_last": where.page_last,
-                     "section": where.section_path or None})
+        rows.append((document_id, span.ordinal, span.start_char, span.end_char, body,
+                     passage_checksum(doc.title, body), where.page_first, where.page_last, where.section_path or None))
         if titled is not None:
             titled.append((doc.title, body))
     return rows

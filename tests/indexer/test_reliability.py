@@ -511,11 +511,11 @@ def test_a_rebuild_that_fails_midway_leaves_the_previous_build_served(tmp_path, 
 
     commit = WriteTransaction.commit
 
-    def dies_past_16_passages(self, plan, origin, passages, vectors, meta):
+    def dies_past_16_passages(self, plan, origin, passages, *rest):
         # Chunk by chunk, the first 16 passages would have landed before this.
         if sum(map(len, passages)) > 16:
             raise RuntimeError("killed while embedding")
-        return commit(self, plan, origin, passages, vectors, meta)
+        return commit(self, plan, origin, passages, *rest)
 
     monkeypatch.setattr(WriteTransaction, "commit", dies_past_16_passages)
     with pytest.raises(RuntimeError, match="killed while embedding"):

@@ -239,3 +239,20 @@ def test_commits_left_to_the_build_hold_ten_seconds_of_a_fast_embedder(tmp_path)
     assert commit_cap(auto, 30_000, 10.0) == 30_000  # a GPU build's 3,000/s: 10 s of them
     with pytest.raises(ValueError, match="commit_passages"):
         IndexConfig(source=tmp_path, index_dir=tmp_path / "i", commit_passages=0)
+
+
+def test_embed_returns_the_vectors_of_encode_texts_and_reports_up_to_the_end(tiny_model):
+    """On a CPU in steps sized by the rate; on a GPU in one `encode_texts` call, whose flushes (every
+    512 passages) are the reports (bench_gpu runs this test there too)."""
+    from indexer.build.pipeline import on_accelerator
+    from indexer.embedding import encode_texts, load_bi_encoder
+
+    model = load_bi_encoder(tiny_model)
+    texts = [f"word{i} " * (1 + i % 40) for i in range(1100)]
+    seen: list[tuple[int, int]] = []
+    vectors = embed(model, texts, 32, False, lambda done, total: seen.append((done, total)))
+    np.testing.assert_allclose(vectors, encode_texts(model, texts, batch_size=32),
+                               atol=1e-2 if on_accelerator(model) else 1e-5)
+    assert seen[-1] == (1100, 1100) and all(a[0] < b[0] for a, b in zip(seen, seen[1:], strict=False)), seen
+    if on_accelerator(model):
+        assert len(seen) <= 3, seen
