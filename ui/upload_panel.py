@@ -45,8 +45,9 @@ def upload_section(folder: Path) -> None:
         help="A PDF (its text layer), Word file (.docx), OpenDocument text or slides (.odt, .odp), "
         "PowerPoint deck (.pptx), RTF file, saved mail (.eml), web page (.html) or e-book (.epub) "
         "becomes one document, each hit showing its page, slide or section; so does any text file "
-        "(.txt, .md, .rst, a README), and a .gz of any of these. Each .jsonl line and .csv row is one, "
-        "and needs a `text` field (and may have `id` and `title`). A .csv names its columns in its "
+        "(.txt, .md, .rst, a README), and a .gz of any of these. Each message of a mail folder (mbox) "
+        "is one document; so is each .jsonl line and .csv row, which needs a `text` field (and may "
+        "have `id` and `title`). A .csv names its columns in its "
         "first row; one without a `text` column asks "
         "which of its columns holds the text.",
     )

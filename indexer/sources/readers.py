@@ -6,8 +6,9 @@ names (`indexer.sources.formats`); HTML by its name or its opening tag; a manual
 manual or a mail message by how its text opens; and a README, `.rst`, `.log` or a file without
 an extension is one document when its bytes decode as text (binary is told by NUL bytes, as
 `_decode` does). A gzip-compressed file is read as what it holds (`notes.txt.gz`,
-`corpus.jsonl.gz`, `manual.pdf.gz`). Only `.jsonl` and `.csv` are read as records, one document
-each. Each whole-file document keeps its outline (pages, headings: `indexer.sources.outline`),
+`corpus.jsonl.gz`, `manual.pdf.gz`). `.jsonl` and `.csv` are read as records, one document
+each, and an mbox file (a mail folder or archive) as its messages, one document each, read as they
+come. Each whole-file document keeps its outline (pages, headings: `indexer.sources.outline`),
 from which every passage is located.
 
 Bad records never stop a build by default: each is reported through `on_issue`
@@ -22,6 +23,7 @@ import csv
 import errno
 import gzip
 import io
+import itertools
 import json
 import logging
 import os
@@ -30,7 +32,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
 from indexer.sources import formats
@@ -387,7 +389,11 @@ def read_text_file(
 ) -> Iterator[Document]:
     """A text file's document; HTML (by name or opening tag) is read for its main content, a
     manual page (roff) as groff typesets it, a GNU Info manual node by node, and a mail message
-    as its sender, date and body."""
+    as its sender, date and body; an mbox file of several messages, a document a message."""
+    messages = _mbox_documents(path, label, on_issue, max_document_chars)
+    if messages is not None:  # read as it comes: an archive may be larger than a document may be
+        yield from messages
+        return
     if max_document_chars is not None:
         # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
         # larger file is refused without reading it into memory.
@@ -421,6 +427,73 @@ def read_text_file(
         return
     yield Document(doc_id=label, title=text_title(name, text, _folder_of(label)), text=text, source=label,
                    outline=outline_of_text(name, text))
+
+
+def _mbox_documents(path: Path, label: str, on_issue: IssueHandler,
+                    max_document_chars: int | None) -> Iterator[Document] | None:
+    """The messages of an mbox file (`formats.mbox_messages`), read line by line, as documents;
+    None for a file that is not an mbox of two messages or more (one saved message is read whole,
+    as any mail)."""
+    head = _unpacked_head(path, _MAIL_HEAD_BYTES)
+    if not head.startswith(b"From ") or not formats.is_email(head.decode("latin-1")):
+        return None
+    messages = formats.mbox_messages(_raw_lines(path))
+    try:
+        first = list(itertools.islice(messages, 2))
+    except (OSError, EOFError, zlib.error):
+        return None  # read whole, which names the damage
+    if len(first) < 2:
+        return None
+    return _message_documents(label, itertools.chain(first, messages), on_issue, max_document_chars)
+
+
+def _message_documents(label: str, messages: Iterator[tuple[int, str]], on_issue: IssueHandler,
+                       max_document_chars: int | None) -> Iterator[Document]:
+    """Each message as a document, named by the line of its "From " line as a record without an id
+    is (`FILE#L12`): messages appended later leave the earlier names as they were. A message that
+    cannot be read, or is over the size limit, is skipped and named; the others are read."""
+    try:
+        for line, message in messages:
+            doc_id = f"{label}#L{line}"
+            try:
+                extracted = formats.extract_email(message)
+            except UnreadableDocument as err:
+                on_issue(InputIssue(label, line, str(err), doc_id=doc_id))
+                continue
+            if max_document_chars is not None and len(extracted.text) > max_document_chars:  # attachments unread
+                on_issue(InputIssue(label, line, document_too_long(f"{len(extracted.text):,} characters",
+                                                                   max_document_chars), doc_id=doc_id))
+                continue
+            for warning in extracted.warnings:
+                on_issue(InputIssue(label, line, warning, doc_id=doc_id, partial=True))
+            yield Document(doc_id=doc_id, title=one_line(extracted.title) or f"Message at line {line:,}",
+                           text=extracted.text, source=label, line=line, outline=extracted.outline)
+    except (OSError, EOFError, zlib.error) as err:  # a truncated .gz: the messages before it stand
+        on_issue(_damaged_gzip(label, err))
+
+
+def _unpacked_head(path: Path, size: int) -> bytes:
+    """The first `size` bytes a file holds (a gzip file's unpacked); b"" when unreadable."""
+    try:
+        with _open_unpacked(path) as fh:
+            return fh.read(size)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def _open_unpacked(path: Path) -> BinaryIO:
+    """The file for reading its bytes: what it holds, when it is gzip (by its magic bytes)."""
+    with path.open("rb") as raw:
+        packed = raw.read(2) == _GZIP_MAGIC
+    return cast(BinaryIO, gzip.open(path, "rb")) if packed else path.open("rb")
+
+
+def _raw_lines(path: Path) -> Iterator[str]:
+    """A file's lines without their "\\n", one at a time, its bytes kept as mail reads them (ASCII,
+    other bytes as surrogate escapes: each part is decoded in the charset it declares)."""
+    with _open_unpacked(path) as fh:
+        for line in fh:
+            yield line.decode("ascii", errors="surrogateescape").removesuffix("\n")
 
 
 def json_kind(value: Any) -> str:
@@ -819,8 +892,8 @@ def read_labelled_file(
 def count_documents(source: Path, exclude: Path | None = None) -> int:
     """About how many documents `source` holds, without parsing any (a build's progress total over
     a source read in windows): a line per JSONL record, one per CSV line after the header (a
-    quoted line break counts one more), one per other file. Reads at the speed of the disk: about
-    8 s for 10M JSONL records."""
+    quoted line break counts one more), one per other file (an mbox archive too, whatever its
+    messages). Reads at the speed of the disk: about 8 s for 10M JSONL records."""
     total = 0
     for path in list_source_files(Path(source), lambda issue: None, exclude):
         suffix = Path(content_name(path)).suffix.lower()
@@ -836,9 +909,7 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
 
 
 def _count_lines(path: Path) -> int:
-    with path.open("rb") as raw:
-        packed = raw.read(2) == _GZIP_MAGIC
-    with (gzip.open(path, "rb") if packed else path.open("rb")) as fh:
+    with _open_unpacked(path) as fh:
         count, last = 0, b"\n"
         while chunk := fh.read(1 << 20):
             count += chunk.count(b"\n")

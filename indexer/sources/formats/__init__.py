@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from indexer.sources.formats.extracted import Extracted, UnreadableDocument
@@ -161,6 +162,13 @@ def extract_email(text: str) -> Extracted:
     return read_email(text)
 
 
+def mbox_messages(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """An mbox file's messages, read line by line: each (line of its "From " line, its text)
+    (see `mail.mbox_messages`)."""
+    from indexer.sources.formats.mail import mbox_messages as messages
+    return messages(lines)
+
+
 def is_manpage(text: str) -> bool:
     """Whether a text file is a manual page in roff (see `manpage.is_manpage`)."""
     from indexer.sources.formats.manpage import is_manpage as roff
@@ -174,4 +182,4 @@ def extract_manpage(text: str) -> Extracted:
 
 __all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument",
            "decode_html", "detect", "extract", "extract_email", "extract_html", "extract_info", "extract_manpage",
-           "is_email", "is_html", "is_info", "is_manpage"]
+           "is_email", "is_html", "is_info", "is_manpage", "mbox_messages"]

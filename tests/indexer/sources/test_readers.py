@@ -642,3 +642,53 @@ def test_a_saved_mail_is_read_as_its_message_in_the_charset_it_declares(tmp_path
     assert by_id["ticket.eml"].text.endswith("Die Kaffeemaschine im Büro ist kaputt.")
     assert by_id["old.eml.gz"].text == by_id["ticket.eml"].text
     assert "duplex job" in by_id["saved-as.txt"].text and "Received:" not in by_id["saved-as.txt"].text
+
+
+def test_each_message_of_an_mbox_is_a_document_named_by_its_line(tmp_path):
+    """A mail archive or a client's folder (mbox) was read as one document: its first message's
+    subject and headers, every other message a stretch of its body."""
+    from tests.indexer.sources.formats.test_mail import mbox_of, message
+
+    with_attachment = message("See the log attached.")
+    with_attachment.add_attachment(b"log line\n", maintype="text", subtype="plain", filename="printer.log")
+    empty = message("")
+    mbox_of(tmp_path / "helpdesk.mbox", [message("First report."), with_attachment, empty, message("Last one.")])
+    docs, issues = collect(tmp_path)
+    lines = (tmp_path / "helpdesk.mbox").read_text(encoding="utf-8").split("\n")
+    starts = [n for n, line in enumerate(lines, start=1) if line.startswith("From ")]
+    assert len(starts) == 4 and starts[0] == 1
+    assert [d.line for d in docs] == [starts[0], starts[1], starts[3]]  # the third has no body
+    assert all(d.source == "helpdesk.mbox" and d.doc_id == f"helpdesk.mbox#L{d.line}" for d in docs)
+    assert {d.title for d in docs} == {"Ticket #4711: imprimante bloquée"}
+    assert [d.text.rsplit("\n", 1)[-1] for d in docs] == ["First report.", "See the log attached.", "Last one."]
+    assert sorted(issues) == [
+        f"helpdesk.mbox:{starts[1]}: 1 attachment(s) not indexed: printer.log; save them as files to index them",
+        f"helpdesk.mbox:{starts[2]}: mail message without a body to index",
+    ], issues
+
+
+def test_an_mbox_larger_than_a_document_may_be_is_read_message_by_message(tmp_path):
+    """An archive is split as it is read: the size limit is each message's, and a truncated .gz
+    keeps the messages before the damage."""
+    import gzip
+    import random
+
+    from tests.indexer.sources.formats.test_mail import mbox_of, message
+
+    mbox_of(tmp_path / "big.mbox", [message(f"Report {i}. " + "Toner low. " * 40) for i in range(8)]
+            + [message("Too long. " * 300)])
+    raw = (tmp_path / "big.mbox").read_bytes()
+    assert len(raw) > 6000
+    docs, issues = collect(tmp_path, max_document_chars=2500)
+    assert len(docs) == 8 and [d.text.split("\n\n", 1)[1].split(".")[0] for d in docs] == [f"Report {i}" for i in range(8)]
+    assert len(issues) == 1 and "over the limit of 2,500 characters" in issues[0], issues
+    (tmp_path / "big.mbox").unlink()
+    rng = random.Random(7)  # words that do not compress away, so that the first messages unpack
+    mbox_of(tmp_path / "varied", [message(" ".join(f"{rng.getrandbits(40):x}" for _ in range(3000)))
+                                  for _ in range(9)])
+    packed = gzip.compress((tmp_path / "varied").read_bytes())
+    (tmp_path / "varied").unlink()
+    (tmp_path / "cut.mbox.gz").write_bytes(packed[: len(packed) * 2 // 3])
+    docs, issues = collect(tmp_path)
+    assert 2 <= len(docs) < 9 and all(d.doc_id.startswith("cut.mbox.gz#L") for d in docs), len(docs)
+    assert len(issues) == 1 and issues[0].startswith("cut.mbox.gz: damaged gzip file"), issues
