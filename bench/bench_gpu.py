@@ -328,6 +328,7 @@ def stage_encode(payload: Path, out: Path) -> dict:
     from indexer import IndexConfig, build_index
     from indexer.embedding import encode_texts, load_bi_encoder
     from indexer.encoding import FP16, choose_encoding
+    from indexer.pipelined_encoding import tokenizer_wait_seconds
     from indexer.sources import workers
 
     work = Path(tempfile.mkdtemp(prefix="bench_gpu_encode_"))
@@ -350,7 +351,7 @@ def stage_encode(payload: Path, out: Path) -> dict:
         build_pipeline.EMBED_AHEAD_DEVICES = frozenset({"cuda"} if ahead else ())
         index_dir = work / f"index-{ahead}-{worker_setting}"
         _sync()
-        start = time.perf_counter()
+        start, waited = time.perf_counter(), tokenizer_wait_seconds()
         report = build_index(IndexConfig(source=source, index_dir=index_dir, model=str(model_dir),
                                          batch_size=batch, show_progress=False))
         _sync()
@@ -359,6 +360,8 @@ def stage_encode(payload: Path, out: Path) -> dict:
                                "passages": report.passages_embedded,
                                "commits": report.commits, "indexer_s": indexer_s,
                                "indexer_pps": report.passages_embedded / indexer_s,
+                               # how long the model's loop waited for its tokenizer thread (a GPU starved)
+                               "tokenizer_wait_s": tokenizer_wait_seconds() - waited,
                                # the build's own split: embed_seconds is its wait for vectors
                                "phases": {k: getattr(report, k) for k in ("read_seconds", "model_seconds",
                                                                           "embed_seconds", "bm25_seconds")}})
@@ -373,10 +376,11 @@ def stage_encode(payload: Path, out: Path) -> dict:
                                                        normalize_embeddings=True)),
                       ("pipelined", lambda: encode_texts(model, texts, batch_size=batch))):
         _sync()
-        start = time.perf_counter()
+        start, waited = time.perf_counter(), tokenizer_wait_seconds()
         run()
         _sync()
         result[f"{name}_pps"] = len(texts) / (time.perf_counter() - start)
+        result[f"{name}_tokenizer_wait_s"] = tokenizer_wait_seconds() - waited
         _write(out, "encode", _stamped(result))
     # Where an indexer run's time goes: which Python holds the interpreter lock, in every thread
     # (py-spy --gil, when carried), else the build thread's cProfile.
@@ -572,15 +576,21 @@ def tables(out: Path) -> list[tuple[str, str, str]]:
     encode = load("encode")
     if encode and encode.get("runs"):
         plain = encode.get("encode_pps")
+        def waited(seconds: float | None) -> str:
+            return "not measured" if seconds is None else f"{seconds:.2f}"
+
         rows = [[r["batch"], "embedding ahead of the commits" if r.get("ahead") else "embed, then commit",
                  r.get("workers", 0), f"{r['passages']:,}", f"{r['indexer_pps']:,.0f}",
-                 f"{r['indexer_pps'] / plain:.2f}" if plain else "not measured"] for r in encode["runs"]]
+                 f"{r['indexer_pps'] / plain:.2f}" if plain else "not measured",
+                 waited(r.get("tokenizer_wait_s"))] for r in encode["runs"]]
         body = markdown_table(["batch", "indexer", "worker processes", "passages", "indexer passages/s",
-                               "indexer / encode() (target >= 0.9)"], rows)
+                               "indexer / encode() (target >= 0.9)", "model waited on its tokenizer s"], rows)
         body += "\n\n" + markdown_table(
-            ["`encode()` passages/s", "`encode_texts` passages/s (tokenizer ahead of the model)"],
+            ["`encode()` passages/s", "`encode_texts` passages/s (tokenizer ahead of the model)",
+             "`encode_texts`: model waited on its tokenizer s"],
             [[f"{plain:,.0f}" if plain else "not measured",
-              f"{encode['pipelined_pps']:,.0f}" if encode.get("pipelined_pps") else "not measured"]])
+              f"{encode['pipelined_pps']:,.0f}" if encode.get("pipelined_pps") else "not measured",
+              waited(encode.get("pipelined_tokenizer_wait_s"))]])
         body += (
             f"\n\nAll of SciFact and the first articles of the Wikipedia slice ({encode['documents']:,} "
             f"documents), encoding `{encode['encoding']}` (the GPU's default), all-MiniLM-L6-v2's architecture and "

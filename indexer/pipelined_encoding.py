@@ -25,10 +25,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,24 @@ _PLAIN_MODULES = frozenset({"Pooling", "Normalize"})
 PREFETCH = 2  # batches tokenized ahead of the one the model runs
 # One per model: copying a Rust tokenizer takes milliseconds, a query's whole encoding about as long.
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class TokenizerWaits:
+    """How long a model's loop waited for its tokenizer thread, over an encoder's life: a GPU that
+    waits on a tokenizer short of CPU shows here (`tokenizer_wait_seconds`; bench/bench_gpu.py)."""
+
+    seconds: float = 0.0
+    batches: int = 0
+
+
+# Every encoder's waits together, this process's life long (an encoder goes with its model).
+_ALL_WAITS = TokenizerWaits()
+
+
+def tokenizer_wait_seconds() -> float:
+    """Seconds the model's loop of every encoder so far waited for its tokenizer."""
+    return _ALL_WAITS.seconds
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,7 @@ class PipelinedEncoder:
     unknown_id: int | None
     pad_id: int = 0
     pad_type_id: int = 0
+    waits: TokenizerWaits = field(default_factory=TokenizerWaits, compare=False)
 
     @classmethod
     def of(cls, model: Any) -> PipelinedEncoder | None:
@@ -144,7 +164,15 @@ class PipelinedEncoder:
             else:
                 pool = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize"))
                 tokenized = _ahead(pool, self.tokenize, batches)
-            for arrays in tokenized:
+            while True:
+                began = time.perf_counter()
+                arrays = next(tokenized, None)
+                waited = time.perf_counter() - began
+                for waits in (self.waits, _ALL_WAITS):
+                    waits.seconds += waited
+                    waits.batches += arrays is not None
+                if arrays is None:
+                    break
                 features = {name: torch.from_numpy(array).to(device, non_blocking=True)
                             for name, array in arrays.items()}
                 vectors = self.model.forward(features)["sentence_embedding"].float()

@@ -33,6 +33,14 @@ def test_tables_say_what_was_not_measured(tmp_path: Path) -> None:
     made = {name: body for name, _, body in tables(tmp_path)}
     assert "not recorded: the stage ran out of time" in made["bench_gpu-faiss"]
     assert "bench_gpu-encode" not in made  # a stage that failed makes no table
+    run = {"batch": 256, "ahead": False, "workers": 8, "passages": 100, "indexer_pps": 50.0}
+    (tmp_path / "encode.json").write_text(json.dumps({
+        "documents": 10, "encoding": "fp16", "encode_pps": 40.0, "pipelined_pps": 200.0,
+        "pipelined_tokenizer_wait_s": 0.25, "runs": [run, {**run, "tokenizer_wait_s": 1.5}]}))
+    encode = {name: body for name, _, body in tables(tmp_path)}["bench_gpu-encode"]
+    assert "| 256 | embed, then commit | 8 | 100 | 50 | 1.25 | not measured |" in encode  # a run from before
+    assert "| 256 | embed, then commit | 8 | 100 | 50 | 1.25 | 1.50 |" in encode
+    assert "| 40 | 200 | 0.25 |" in encode
 
 
 def test_the_faiss_stage_runs_small_on_the_cpu(tmp_path: Path) -> None:

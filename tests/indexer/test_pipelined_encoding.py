@@ -54,6 +54,19 @@ def test_arrays_equal_the_tokenizers_own_padded_batch(model):
             assert array.dtype == np.int64
 
 
+def test_the_time_the_model_waited_for_its_tokenizer_is_counted(model):
+    """What bench_gpu reads to tell a GPU starved by its tokenizer thread."""
+    from indexer.pipelined_encoding import tokenizer_wait_seconds
+
+    encoder = PipelinedEncoder.of(model)
+    assert encoder is not None
+    seconds, batches, total = encoder.waits.seconds, encoder.waits.batches, tokenizer_wait_seconds()
+    encode_texts(model, TEXTS * 3, batch_size=2)
+    assert encoder.waits.batches - batches == -(-len(TEXTS) * 3 // 2)
+    assert encoder.waits.seconds > seconds and tokenizer_wait_seconds() - total == pytest.approx(
+        encoder.waits.seconds - seconds)
+
+
 def test_truncation_follows_max_seq_length(model):
     model.max_seq_length = 8
     try:
