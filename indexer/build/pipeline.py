@@ -198,6 +198,7 @@ class PassageCutter:
         self.cut: dict[str, list[PassageSpan]] = {}  # by doc id; the counting thread adds with setdefault
         # By doc id: its passages' BM25 tokens, rows [lo, hi) of a block a worker made (`cut_task`)
         self.tokens: dict[str, tuple[TokenizedTexts, int, int]] = {}
+        self.handed: set[str] = set()  # documents whose tokens a commit took (`bm25_tokens`)
         self.warned: set[str] = set()
         self.warnings: list[str] = []  # stretches left out of passages, one line each
         self.counting: threading.Thread | None = None
@@ -260,8 +261,9 @@ class PassageCutter:
             for start in range(0, len(docs), step):
                 if self._stop.is_set():
                     return
-                # Documents the build cut already are cut again: their BM25 tokens come with the rest.
-                part = [d for d in docs[start:start + step] if d.doc_id not in self.tokens]
+                # Documents the build cut already are cut again, their BM25 tokens with the rest,
+                # unless a commit has taken them (cut and tokenized in the build's thread).
+                part = [d for d in docs[start:start + step] if d.doc_id not in self.tokens and d.doc_id not in self.handed]
                 if part:
                     pending.append((part, workers.submit(pool, workers.cut_task, as_json, self.passage_tokens,
                                                          self.overlap_tokens, self.min_tail_tokens, part,
@@ -282,7 +284,7 @@ class PassageCutter:
         for doc, (doc_id, spans, digest) in zip(docs, cut, strict=True):
             doc.keep_content_digest(digest)
             self.cut.setdefault(doc_id, [PassageSpan(*span) for span in spans])
-            if tokens is not None:
+            if tokens is not None and doc_id not in self.handed:  # else its commit has come
                 self.tokens[doc_id] = (tokens, row, row + len(spans))
             row += len(spans)
 
@@ -290,8 +292,10 @@ class PassageCutter:
         """The BM25 tokens of `docs`' passages, in order, as blocks (each document's passages once
         cut): the workers' where they made them, the rest tokenized here; None when more than
         `LOCAL_BM25_PASSAGES` would be (the merge then tokenizes them in the workers). A
-        document's tokens are handed out once (to its commit), then let go."""
-        where = [self.tokens.get(doc.doc_id) for doc in docs]
+        document's tokens are asked for once (by its commit), then let go, and the workers are
+        not asked to cut it again."""
+        where = [self.tokens.pop(doc.doc_id, None) for doc in docs]
+        self.handed.update(doc.doc_id for doc in docs)
         if sum(len(self.cut[doc.doc_id]) for doc, at in zip(docs, where, strict=True) if at is None) > LOCAL_BM25_PASSAGES:
             return None
         blocks: list[TokenizedTexts] = []
@@ -315,8 +319,6 @@ class PassageCutter:
             blocks.append(block.rows(lo, hi))
         if run:
             blocks.append(tokenized_passages(run))
-        for doc in docs:
-            self.tokens.pop(doc.doc_id, None)
         return blocks
 
     def wait_counted(self, seconds: float) -> None:
@@ -333,7 +335,7 @@ class PassageCutter:
             self.counting.join()
         self.counting = None
         self._stop = threading.Event()
-        self.cut, self.sample, self.warned, self.tokens = {}, set(), set(), {}
+        self.cut, self.sample, self.warned, self.tokens, self.handed = {}, set(), set(), {}, set()
 
 
 # Devices on which a build embeds in a thread ahead of its commits (`background_embed.py`): none.

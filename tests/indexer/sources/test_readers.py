@@ -692,3 +692,17 @@ def test_an_mbox_larger_than_a_document_may_be_is_read_message_by_message(tmp_pa
     docs, issues = collect(tmp_path)
     assert 2 <= len(docs) < 9 and all(d.doc_id.startswith("cut.mbox.gz#L") for d in docs), len(docs)
     assert len(issues) == 1 and issues[0].startswith("cut.mbox.gz: damaged gzip file"), issues
+
+
+def test_count_documents_counts_an_mbox_by_its_messages(tmp_path):
+    """A windowed build's progress total: a mail folder is as many documents as it has messages."""
+    import gzip
+
+    from tests.indexer.sources.formats.test_mail import mbox_of, message
+
+    mbox_of(tmp_path / "Inbox", [message(f"Note {i}.\n\nFrom now on, item {i}.") for i in range(5)])
+    mbox_of(tmp_path / "old", [message("Archived."), message("Also archived.")])
+    (tmp_path / "archive.mbox.gz").write_bytes(gzip.compress((tmp_path / "old").read_bytes().replace(b"\n", b"\r\n")))
+    (tmp_path / "old").unlink()
+    (tmp_path / "notes.txt").write_text("From here on, plain notes.\n\nFrom the top.\n")
+    assert count_documents(tmp_path) == 5 + 2 + 1 == len(list(read_documents(tmp_path)))

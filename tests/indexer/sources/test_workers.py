@@ -82,6 +82,8 @@ def test_passages_cut_in_the_workers_come_with_their_bm25_tokens(fast_tokenizer,
     got_terms = [b.terms[i] for b in blocks for i in b.flat.tolist()]
     assert got_terms == [want.terms[i] for i in want.flat.tolist()]
     assert not cutter.tokens, "handed out once, then let go"
+    cutter._store_cut([docs[0]], ([(docs[0].doc_id, [(0, 0, 4)], bytes(32))], want))  # a task that finished late
+    assert not cutter.tokens, "a committed document's tokens are not kept again"
 
 
 def test_without_workers_the_thread_cuts(fast_tokenizer, monkeypatch):
