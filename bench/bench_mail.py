@@ -138,10 +138,8 @@ def table(results: dict[str, tuple[Reading, Reading]], messages: int) -> str:
             "mbox that Python's `mailbox` writes from them. Ours is the indexer's whole reading (checks, titles, the "
             "sender, recipients and date, each part in its declared charset); the peer takes each message's body "
             "alone, so it does less per message. Warnings are every issue the reading reported: attachments named "
-            "(save them as files to index them) and text that is not UTF-8. A message whose header the indexer "
-            "does not take for mail (MH's `Replied:` lines before an mbox `From ` line) is read as text from its "
-            "`.eml` file; `mailbox` rewrites its header, and in the mbox it reads as mail: its two texts "
-            "differ.\n\n" + markdown_table(header, rows))
+            "(save them as files to index them) and text that is not UTF-8; the last column counts the mbox's "
+            "messages whose text is exactly what their `.eml` file gives.\n\n" + markdown_table(header, rows))
 
 
 def main(argv: list[str] | None = None) -> int:

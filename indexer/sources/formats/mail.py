@@ -42,16 +42,19 @@ _ESCAPED = re.compile("[\udc80-\udcff]")
 
 def is_email(text: str) -> bool:
     """Whether a text is one mail message: it opens with a header block (an mbox "From " line
-    allowed first), every line of it a field or a field's continuation, holding From and at least
-    two fields only mail has (Date, Subject, Message-ID, Received, MIME-Version, ...)."""
+    allowed in it, first or after MH's `Replied:`/`Forwarded:` notes), every line of it a field
+    or a field's continuation, holding From and at least two fields only mail has (Date,
+    Subject, Message-ID, Received, MIME-Version, ...)."""
     lines = text[:_HEAD_CHARS].split("\n")
-    if lines and lines[0].startswith("From "):
-        lines = lines[1:]
     names: set[str] = set()
+    separator = False
     for line in lines[:_MAX_HEADER_LINES]:
         line = line.rstrip("\r")
         if not line:
             break
+        if line.startswith("From ") and not separator:
+            separator = True
+            continue
         if line[0] in " \t" and names:
             continue
         field = _FIELD.match(line)
@@ -167,12 +170,23 @@ def _printable(text: str) -> str:
     return _ESCAPED.sub("\ufffd", text)
 
 
+def _without_separator(text: str) -> str:
+    """`text` without the mbox "From " line a saved message may keep in its header block: first,
+    or after the notes MH adds (`Replied: ...`), where the parser would end the header at it."""
+    lines = text.split("\n", _MAX_HEADER_LINES)
+    for at, line in enumerate(lines[:_MAX_HEADER_LINES]):
+        if not line.rstrip("\r"):
+            break
+        if line.startswith("From "):
+            return "\n".join(lines[:at] + lines[at + 1:])
+    return text
+
+
 def read_email(text: str) -> Extracted:
     """The message's sender, recipients and date, then its body; the Subject as its title and
     attachments named in a warning. `text` is the message's bytes as ASCII with other bytes as
     surrogate escapes (how `email` parses bytes), or its text."""
-    if text.startswith("From "):  # the mbox separator line a saved message may keep
-        text = text.split("\n", 1)[1] if "\n" in text else ""
+    text = _without_separator(text)
     with reading("mail message", "save it again from the mail client", (LookupError, ValueError, KeyError)):
         message = cast(EmailMessage, email.message_from_string(text, policy=email.policy.default))
         header = "\n".join(f"{name}: {' '.join(str(message[name]).split())}" for name in _SHOWN

@@ -134,3 +134,15 @@ def test_an_mbox_that_ends_inside_a_header_block_keeps_its_last_message():
     parts = split_mbox(text)
     assert parts is not None and [line for line, _ in parts] == [1, text.split("\n").index(last.split("\n")[0]) + 1]
     assert parts[1][1] == last.split("\n", 1)[1]
+
+
+def test_a_message_with_mh_notes_before_its_from_line_is_read_as_mail():
+    """MH notes a reply or a forward above the mbox "From " line it keeps (18 of the SpamAssassin
+    corpus' 2,403 ham messages): those were read as plain text, transport headers and all."""
+    raw = ("Replied: Thu, 29 Aug 2002 11:24:44 +0100\nReplied: fork@example.com\n"
+           "From fork-admin@xent.com  Thu Aug 29 11:03:53 2002\n" + message("The alliance is fading.").as_string())
+    assert is_email(raw)
+    extracted = read_email(raw)
+    assert extracted.title == "Ticket #4711: imprimante bloquée" and extracted.text.endswith("The alliance is fading.")
+    assert "Replied" not in extracted.text and "fork-admin" not in extracted.text
+    assert not is_email("Note: two\nFrom here on, text.\nFrom: me\n\nbody")  # no mail field beside From
