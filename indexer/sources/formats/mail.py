@@ -8,7 +8,7 @@ decoded in the charset each part declares. Of a multipart message the plain-text
 else its HTML body for its text (`html_page.read_html`); attachments are not read, and are named
 in a warning so that they can be saved and indexed as files of their own. The transport headers
 (Received, DKIM, X-Spam-..., List-...) are left out: in a mailing-list message they outweigh the
-body. An mbox file of several messages is split at its "From " lines (`split_mbox`), each message
+body. An mbox file of several messages is split at its "From " lines (`mbox_messages`), each message
 a document of its own.
 """
 
@@ -115,15 +115,6 @@ def mbox_messages(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
 
 def _message_text(lines: list[str]) -> str:
     return _QUOTED_FROM.sub(r"\1", "\n".join(lines[1:]).rstrip("\r\n"))
-
-
-def split_mbox(text: str) -> list[tuple[int, str]] | None:
-    """`mbox_messages` of a whole text; None unless it holds two messages or more (a single message
-    is read by `read_email`, its "From " line dropped)."""
-    if not text.startswith("From "):
-        return None
-    messages = list(mbox_messages(text.split("\n")))
-    return messages if len(messages) >= 2 else None
 
 
 def _undeclared_8bit(part: EmailMessage) -> str | None:

@@ -96,9 +96,14 @@ def mbox_of(path, messages: list[EmailMessage]) -> None:
     box.close()
 
 
-def test_an_mbox_is_split_at_its_from_lines_with_its_quoting_undone(tmp_path):
-    from indexer.sources.formats.mail import split_mbox
+def split_mbox(text: str) -> list[tuple[int, str]]:
+    """The messages `mbox_messages` finds in a whole text, each (line of its "From " line, text)."""
+    from indexer.sources.formats.mail import mbox_messages
 
+    return list(mbox_messages(text.split("\n")))
+
+
+def test_an_mbox_is_split_at_its_from_lines_with_its_quoting_undone(tmp_path):
     second = message("Fixed.\n\nFrom now on the printer is fine.\n")
     del second["Subject"]
     second["Subject"] = "Re: the printer"
@@ -106,7 +111,7 @@ def test_an_mbox_is_split_at_its_from_lines_with_its_quoting_undone(tmp_path):
     text = (tmp_path / "box").read_text(encoding="utf-8")
     assert "\n>From now on" in text, "mailbox quotes a body line that opens with From"
     parts = split_mbox(text)
-    assert parts is not None and len(parts) == 3
+    assert len(parts) == 3
     lines = text.split("\n")
     assert [lines[line - 1].startswith("From ") for line, _ in parts] == [True] * 3 and parts[0][0] == 1
     assert [read_email(body).title for _, body in parts] == ["Ticket #4711: imprimante bloquée", "Re: the printer",
@@ -116,23 +121,20 @@ def test_an_mbox_is_split_at_its_from_lines_with_its_quoting_undone(tmp_path):
 
 
 def test_a_single_message_or_a_body_line_that_opens_with_from_is_not_an_mbox(tmp_path):
-    from indexer.sources.formats.mail import split_mbox
-
     mbox_of(tmp_path / "one", [message()])
-    assert split_mbox((tmp_path / "one").read_text(encoding="utf-8")) is None
+    assert [line for line, _ in split_mbox((tmp_path / "one").read_text(encoding="utf-8"))] == [1]
     # A "From " line after an empty line that opens no header block is body text, quoted or not.
     unquoted = "From a@b Tue Nov  3 09:14:00 2026\n" + message("Hello.\n\nFrom the top: again.\n").as_string()
-    assert split_mbox(unquoted) is None
-    assert split_mbox(message().as_string()) is None  # no "From " line at all
+    assert [line for line, _ in split_mbox(unquoted)] == [1]
+    assert split_mbox(unquoted)[0][1].endswith("From the top: again.")
+    assert split_mbox(message().as_string()) == []  # no "From " line at all: no message of an mbox
 
 
 def test_an_mbox_that_ends_inside_a_header_block_keeps_its_last_message():
-    from indexer.sources.formats.mail import split_mbox
-
     last = "From b@c Wed Nov  4 10:00:00 2026\nFrom: b@c\nSubject: cut short\nDate: Wed, 04 Nov 2026 10:00:00 +0000"
     text = "From a@b Tue Nov  3 09:14:00 2026\n" + message("First.").as_string() + "\n" + last
     parts = split_mbox(text)
-    assert parts is not None and [line for line, _ in parts] == [1, text.split("\n").index(last.split("\n")[0]) + 1]
+    assert [line for line, _ in parts] == [1, text.split("\n").index(last.split("\n")[0]) + 1]
     assert parts[1][1] == last.split("\n", 1)[1]
 
 
