@@ -1,7 +1,8 @@
 """Links from a hit to its document: a download of the local file, and a PDF opened at the page.
 
 A whole-file document (a PDF, a Word file, a page, a text file) was read from a file on this
-machine (`Hit.path`); a record of a .jsonl or .csv has no file of its own, so it gets no link.
+machine (`Hit.path`); a record of a .jsonl or .csv has no file of its own, so it gets no link. A
+message of an mbox folder is downloaded alone, as a saved message (`.eml`) a mail client opens.
 The download is deferred: the file is read only when the button is pressed. A PDF hit with a
 page also gets an "Open at p. N" button; once pressed, the hit shows a link that opens the file
 in the browser's viewer at that page (`#page=N`, which Chromium's and Firefox's viewers follow),
@@ -17,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit import runtime
 
+from indexer.sources.readers import mbox_message, mbox_message_line
 from search import Hit
 from ui.highlight import escape_name
 
@@ -32,6 +34,16 @@ def local_file(hit: Hit) -> Path | None:
         return None
     path = Path(hit.path)
     return path if path.is_file() else None
+
+
+def mbox_message_file(hit: Hit) -> tuple[Path, int] | None:
+    """The mbox file and the line of a message's "From " line, for a hit on an mbox message whose
+    file is still there; else None."""
+    line = mbox_message_line(hit.doc_id, hit.source) if hit.path else None
+    if line is None:
+        return None
+    path = Path(hit.path)
+    return (path, line) if path.is_file() else None
 
 
 def pdf_page_url(path: Path, page: int, key: str) -> str | None:
@@ -60,8 +72,33 @@ def _reader(path: Path):
     return read
 
 
+def message_reader(path: Path, line: int):
+    """The deferred read of one mbox message: its bytes, or an error naming the fix when the file no
+    longer holds it."""
+    def read() -> bytes:
+        message = mbox_message(path, line)
+        if message is None:  # Streamlit logs it and tells the person the download failed
+            raise FileNotFoundError(f"{path} holds no message at line {line:,} any more: it changed since it "
+                                    "was indexed; build the index again to find its messages")
+        return message
+    return read
+
+
+def show_message_link(path: Path, line: int, key: str) -> None:
+    """The download of one mbox message, read from its folder only when the button is pressed."""
+    name = f"{path.name.removesuffix('.gz')}-L{line}.eml"
+    st.download_button(f"Download the message (line {line:,} of {path.name})", data=message_reader(path, line),
+                       file_name=name, mime="message/rfc822", key=f"download-{key}", icon=":material/mail:",
+                       on_click="ignore")
+
+
 def show_document_links(hit: Hit, key: str) -> None:
-    """The download button and, for a PDF hit on a known page, the link to open it there."""
+    """The download button (of the file, or of an mbox message alone) and, for a PDF hit on a known
+    page, the link to open it there."""
+    message = mbox_message_file(hit)
+    if message is not None:
+        show_message_link(*message, key)
+        return
     path = local_file(hit)
     if path is None:
         return

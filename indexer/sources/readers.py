@@ -473,6 +473,30 @@ def _message_documents(label: str, messages: Iterator[tuple[int, str]], on_issue
         on_issue(_damaged_gzip(label, err))
 
 
+def mbox_message_line(doc_id: str, source: str) -> int | None:
+    """The line of an mbox message's "From " line, for a document named as `_message_documents`
+    names one (`FILE#L<line>`, FILE not a record file); None for any other document."""
+    number = doc_id.removeprefix(f"{source}#L")
+    records = Path(content_name(Path(source))).suffix.lower() in RECORD_SUFFIXES
+    return None if number == doc_id or not number.isdigit() or records else int(number)
+
+
+def mbox_message(path: Path, line: int) -> bytes | None:
+    """The message whose "From " line is at `line` of the mbox file at `path` (gzip too), as a saved
+    message (`.eml`) holds it: its header and body, byte for byte, without the "From " line and with
+    the body's ">From " quoting undone. None when the file holds no message there (it changed since
+    it was indexed) or cannot be read. The file is read up to that message, line by line."""
+    if _unpacked_head(path, 5) != b"From ":
+        return None
+    try:
+        for start, message in formats.mbox_messages(_raw_lines(path)):
+            if start >= line:
+                return message.encode("ascii", errors="surrogateescape") + b"\n" if start == line else None
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None
+
+
 def _unpacked_head(path: Path, size: int) -> bytes:
     """The first `size` bytes a file holds (a gzip file's unpacked); b"" when unreadable."""
     try:

@@ -6,7 +6,7 @@ import tempfile
 import pytest
 
 from indexer.sources.documents import InputIssue
-from indexer.sources.readers import count_documents, read_documents
+from indexer.sources.readers import count_documents, mbox_message, mbox_message_line, read_documents
 
 
 def collect(source, **kwargs):
@@ -692,6 +692,48 @@ def test_an_mbox_larger_than_a_document_may_be_is_read_message_by_message(tmp_pa
     docs, issues = collect(tmp_path)
     assert 2 <= len(docs) < 9 and all(d.doc_id.startswith("cut.mbox.gz#L") for d in docs), len(docs)
     assert len(issues) == 1 and issues[0].startswith("cut.mbox.gz: damaged gzip file"), issues
+
+
+def test_an_mbox_message_is_read_back_alone_byte_for_byte_as_a_saved_message(tmp_path):
+    """What the app offers to download for a hit on an mbox message: that message alone, as an
+    `.eml` holds it (no "From " line, body quoting undone, 8-bit bytes as they were), which reads
+    as the indexed document does; nothing where the file no longer holds a message at that line."""
+    import email
+    import gzip
+
+    from indexer.sources import formats
+    from tests.indexer.sources.formats.test_mail import mbox_of, message
+
+    latin = message("Die Kaffeemaschine im Büro ist kaputt.", cte="8bit").as_bytes()
+    latin = latin.replace(b'charset="utf-8"', b'charset="iso-8859-1"').replace("Büro".encode(), "Büro".encode("latin-1"))
+
+    mbox_of(tmp_path / "folder", [message("First.\n\nFrom now on, toner."), email.message_from_bytes(latin),
+                                  message("Last one.")])
+    (tmp_path / "archive.mbox.gz").write_bytes(gzip.compress((tmp_path / "folder").read_bytes().replace(b"\n", b"\r\n")))
+    docs, issues = collect(tmp_path)
+    assert issues == [] and len(docs) == 6
+    for doc in docs:
+        assert mbox_message_line(doc.doc_id, doc.source) == doc.line
+        raw = mbox_message(tmp_path / doc.source, doc.line)
+        assert raw is not None and not raw.startswith(b"From ") and raw.split(b"\n", 1)[0].split(b":")[0].isalpha()
+        assert formats.extract_email(raw.decode("ascii", errors="surrogateescape")).text == doc.text
+    first, middle = [mbox_message(tmp_path / "folder", d.line) for d in docs if d.source == "folder"][:2]
+    assert b"\nFrom now on, toner." in first and b">From" not in first
+    assert b"B\xfcro" in middle and middle.endswith(b"kaputt.\n")
+    assert mbox_message(tmp_path / "folder", docs[0].line + 1) is None  # no message opens there
+    assert mbox_message(tmp_path / "folder", 10**6) is None
+    (tmp_path / "notes.txt").write_text("Plain notes.\n")
+    assert mbox_message(tmp_path / "notes.txt", 1) is None
+
+
+def test_only_an_mbox_message_is_named_by_its_line_in_a_file_that_is_not_a_record_file():
+    assert mbox_message_line("mail/Inbox#L1042", "mail/Inbox") == 1042
+    assert mbox_message_line("list.mbox.gz#L7", "list.mbox.gz") == 7
+    assert mbox_message_line("records.jsonl#L3", "records.jsonl") is None  # a record without an id
+    assert mbox_message_line("table.csv.gz#L3", "table.csv.gz") is None
+    assert mbox_message_line("notes.txt", "notes.txt") is None
+    assert mbox_message_line("other#L3", "mail/Inbox") is None
+    assert mbox_message_line("mail/Inbox#Lx", "mail/Inbox") is None
 
 
 def test_count_documents_counts_an_mbox_by_its_messages(tmp_path):
