@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_result(result: SearchResult, offset: int, as_json: bool) -> None:
     """The hits, ranked from `offset + 1`: one JSON object each, or a line and a snippet each with
-    the mode, time and any relevance note after them on stderr."""
+    the mode, time and any relevance note after them on stderr; a filter's note on stderr in both."""
     for rank, hit in enumerate(result.hits, start=offset + 1):
         if as_json:
             print(json.dumps({"rank": rank, "doc_id": hit.doc_id, "title": hit.title,
@@ -118,6 +118,8 @@ def print_result(result: SearchResult, offset: int, as_json: bool) -> None:
         print(f"({result.mode}{reranked}; {result.timings.total_s * 1000:.0f} ms)", file=sys.stderr)
         if result.relevance_note:
             print(f"note: {result.relevance_note}", file=sys.stderr)
+    if result.filter_note:  # in both forms: an empty answer must not read as "nothing relevant"
+        print(f"note: {result.filter_note}", file=sys.stderr)
 
 
 def score_line(hit: Hit, mode: str) -> str:

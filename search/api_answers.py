@@ -190,7 +190,7 @@ def search_response(query: str, request: SearchFields, result: SearchResult,
     terms = query_terms(query)
     return SearchResponse(
         query=query, k=request.k, offset=request.offset, mode=result.mode, fallback_reason=result.fallback_reason,
-        relevance_note=result.relevance_note,
+        relevance_note=result.relevance_note, filter_note=result.filter_note,
         reranked=result.reranked, build_id="" if result.stats is None else result.stats.build_id,
         missing_shards=missing_shards or [],
         timings=TimingsOut(

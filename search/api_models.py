@@ -239,6 +239,9 @@ class SearchResponse(BaseModel):
     fallback_reason: str | None = Field(description="why `mode` is not the one asked for, and the fix")
     relevance_note: str | None = Field(default=None, description=(
         "why hits carry no relevance, or which fitted curve stands in for the one asked"))
+    filter_note: str | None = Field(default=None, description=(
+        "why a filtered search found no document: a field no document has (with the fields documents "
+        "have), or values none meets; null when the filter matched documents, or without a filter"))
     reranked: int = Field(description="how many candidates the cross-encoder rescored; 0 when it did not run")
     build_id: str = Field(description="the committed build that answered")
     missing_shards: list[int] = Field(default_factory=list, description=(

@@ -133,9 +133,12 @@ class SearchResult:
     skipped: int = 0
     # Why hits carry no relevance, or which curve stands in for the one asked (a hand-set weight).
     relevance_note: str | None = None
+    # Why a filtered search found no document: a field no document has (named, with the fields
+    # documents do have), or values none meets (`search.filter_note`). None otherwise.
+    filter_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain JSON values: `hits` (each `Hit.to_dict`), `mode`, `reranked`,
         `timings` (seconds per stage), `fallback_reason`, `stats` (times in RFC 3339), `skipped`,
-        `relevance_note`."""
+        `relevance_note`, `filter_note`."""
         return _plain(self)

@@ -30,6 +30,7 @@ from indexer.store.records import IndexSnapshot, PassageRecord, SnapshotLoader
 from search.config import SearchConfig
 from search.document_ranking import rank_in_rounds
 from search.errors import ModelNotReadyError, NoRerankerError, StaleBuildWarning
+from search.filter_note import no_match_note
 from search.fusion import Fusion
 from search.hits import Hit, SearchResult, StageTimings
 from search.inputs import ordered, text_input
@@ -171,6 +172,7 @@ class Searcher:
         self._closed = False
         self._refresh_lock = threading.Lock()
         self._warned_fallback = False
+        self._filter_notes: dict[tuple[str, tuple[str, ...]], str] = {}
         self._loaded = self._load()
 
     def _load(self) -> LoadedBuild:
@@ -378,7 +380,23 @@ class Searcher:
             stats=loaded.stats,
             skipped=skipped,
             relevance_note=note,
+            filter_note=self._filter_note(loaded, within),
         )
+
+    def _filter_note(self, loaded: LoadedBuild, within: PassageSubset | None) -> str | None:
+        """Why the search's filter matched no document (`search.filter_note`); None when it matched
+        some, or without a filter. Made once per build and set of absent fields: listing the index's
+        fields reads every document's metadata."""
+        if within is None or within.documents:
+            return None
+        key = (loaded.stats.build_id, within.absent_fields)
+        note = self._filter_notes.get(key)
+        if note is None:
+            fields = self.index.metadata_fields() if within.absent_fields else []
+            if len(self._filter_notes) >= 64:
+                self._filter_notes.clear()
+            note = self._filter_notes[key] = no_match_note(within.absent_fields, fields)
+        return note
 
     def calibrated(self, mode: str, fusion: Fusion, reranked: bool, model_label: str) -> Calibrated:
         """The relevance curve for a ranking, from `self.calibration` (`search.relevance`)."""

@@ -41,6 +41,13 @@ class _Layout:
     all_live: bool  # every passage is live and every document has one
 
 
+def _absent_fields(layout: _Layout, flt: Filter) -> tuple[str, ...]:
+    """The fields `flt` names that no live document of the layout's build has."""
+    columns = layout.fields.columns
+    return tuple(sorted(name for name in fields_of(flt)
+                        if not np.any(columns[name].present & layout.documents_live)))
+
+
 class FilterMatches:
     """The subsets of one `Index`, and the columns they are computed from."""
 
@@ -80,7 +87,7 @@ class FilterMatches:
             else:
                 member = np.zeros(count, dtype=bool)
                 member[layout.passage_ids[passages]] = True
-            subset = PassageSubset(member, covered)
+            subset = PassageSubset(member, covered, _absent_fields(layout, flt) if covered == 0 else ())
             self._remember(key, subset)
             return subset
 

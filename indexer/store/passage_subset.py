@@ -14,10 +14,13 @@ import numpy as np
 class PassageSubset:
     """The live passages of one build that a filter matches, and how many documents they cover."""
 
-    def __init__(self, member: np.ndarray, documents: int) -> None:
+    def __init__(self, member: np.ndarray, documents: int, absent_fields: tuple[str, ...] = ()) -> None:
         self.member = member  # bool, indexed by passage id
         self.count = int(np.count_nonzero(member))
         self.documents = documents
+        # Of a subset that matched no document: the fields its filter names that no live document
+        # has (a misspelt name, most often), for the search to say so.
+        self.absent_fields = absent_fields
         # Made at once, not on first use: threads share a cached subset, and a selector holds a raw
         # pointer into `_bits`, which must live as long as it does.
         self._bits = np.packbits(member, bitorder="little")

@@ -574,6 +574,15 @@ def test_a_filter_keeps_only_matching_documents_in_search_and_batch(client):
     assert [[h["doc_id"] for h in r["hits"]] for r in batch["results"]] == [["baking.txt"], ["volcano.txt"]]
 
 
+def test_a_filter_on_a_field_no_document_has_answers_with_a_note_naming_it(client):
+    misspelt = client.post("/search", json={"q": "bread", "k": 10, "filter": {"_typ": "md"}})
+    assert misspelt.status_code == 200 and misspelt.json()["hits"] == []
+    assert "no document of this index has the field '_typ'. Did you mean '_type'?" in misspelt.json()["filter_note"]
+    assert client.post("/search", json={"q": "bread", "filter": {"_type": "md"}}).json()["filter_note"] is None
+    batch = client.post("/search/batch", json={"queries": ["bread", "lava"], "filter": {"_type": "pdf"}}).json()
+    assert all(r["hits"] == [] and "no document's values meet" in r["filter_note"] for r in batch["results"])
+
+
 def test_a_bad_filter_is_a_422_naming_the_fix_and_get_points_to_post(client):
     body = assert_error(client.post("/search", json={"q": "bread", "filter": {"year": {"$regex": "2"}}}), 422)
     assert "filter" in json.dumps(body)

@@ -70,6 +70,9 @@ def test_cli_filters_by_metadata_and_names_a_bad_filter(tiny_index, capsys):
     assert [json.loads(line)["doc_id"] for line in capsys.readouterr().out.splitlines()] == ["baking.txt"]
     assert main([*argv, "--filter", "{_type: md}"]) == 2
     assert "The filter is not valid JSON" in capsys.readouterr().err
+    assert main([*argv, "--filter", '{"_tpye": "md"}']) == 0  # valid, and keeps nothing: the note says why
+    out = capsys.readouterr()
+    assert out.out == "" and "no document of this index has the field '_tpye'. Did you mean '_type'?" in out.err
 
 
 def test_a_bm25_search_never_imports_torch_and_verbose_names_each_stage(tiny_index):

@@ -199,3 +199,24 @@ def test_a_new_filter_on_the_same_build_asks_sql_nothing(filtered_index):
     finally:
         event.remove(engine, "before_cursor_execute", seen)
     assert statements == [], statements
+
+
+@pytest.mark.parametrize("filtered_index", ["flat", "segmented"], indirect=True)
+def test_a_filter_that_keeps_nothing_says_why_naming_the_fields_documents_have(filtered_index):
+    """A misspelt field kept nothing, silently: the empty page read as "nothing relevant", and the
+    command line and the API offer no list of fields to check the name against."""
+    kind, searcher = filtered_index
+    _, _, fields = stored(searcher)
+    with_tag = len({f["_id"] for f in fields.values() if "tag" in f})
+    misspelt = searcher.search_detailed("river", k=5, filter={"tags": "billing"})
+    note = misspelt.filter_note
+    assert misspelt.hits == [] and note is not None
+    assert "no document of this index has the field 'tags'" in note and "Did you mean 'tag'?" in note, note
+    assert f"'tag' ({with_tag:,} documents)" in note and "'year' (" in note and "'_path'" in note, note
+    values = searcher.search_detailed("river", k=5, mode="bm25", filter={"tag": "no such tag"})
+    assert values.hits == [] and "no document's values meet its conditions" in values.filter_note
+    two = searcher.search_detailed("river", k=5, filter={"tags": "x", "yaer": 2025}).filter_note
+    assert "the fields 'tags', 'yaer'" in two and "Did you mean 'tag' for 'tags', 'year' for 'yaer'?" in two, two
+    for flt in (None, {"tag": "billing"}, {"$or": [{"tags": "x"}, {"tag": "billing"}]}):
+        found = searcher.search_detailed("river", k=5, filter=flt)
+        assert found.hits and found.filter_note is None, flt
