@@ -114,12 +114,27 @@ def print_result(result: SearchResult, offset: int, as_json: bool) -> None:
         if hit.merged:
             print(f"      (the same passage in {', '.join(hit.merged)}: merged into this hit)")
     if not as_json:
+        if not result.hits and not result.filter_note:
+            print(no_hits_line(result, offset))
         reranked = f", reranked the top {result.reranked}" if result.reranked else ""
         print(f"({result.mode}{reranked}; {result.timings.total_s * 1000:.0f} ms)", file=sys.stderr)
         if result.relevance_note:
             print(f"note: {result.relevance_note}", file=sys.stderr)
     if result.filter_note:  # in both forms: an empty answer must not read as "nothing relevant"
         print(f"note: {result.filter_note}", file=sys.stderr)
+
+
+def no_hits_line(result: SearchResult, offset: int) -> str:
+    """Why a search without a filter found nothing, in the place its hits would be."""
+    documents = result.stats.documents if result.stats is not None else 0
+    if documents == 0:
+        return "No hits: the index holds no documents yet; add some with python -m indexer build."
+    if offset:
+        return f"No hits: the ranking ends before rank {offset + 1} (a smaller --offset shows its end)."
+    if result.mode == "bm25":
+        return ("No hits: no document contains any of the query's words (BM25 matches words exactly, leaving out "
+                "words such as 'the' or 'of'). Try --mode hybrid or dense, or other words.")
+    return "No hits: none reaches the relevance --min-relevance asks for; a lower one shows the best hits."
 
 
 def score_line(hit: Hit, mode: str) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
-from search.__main__ import main
+from search import Searcher
+from search.__main__ import main, no_hits_line
 from tests.search.helpers import CODE_QUERY, without_bm25
 
 
@@ -17,6 +19,19 @@ def test_cli_searches_in_each_mode(tiny_index, capsys):
     assert main(["bread", "--index", str(tiny_index), "--mode", "hybrid", "-k", "2"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith(" 1. ") and "(hybrid; " in captured.err
+
+
+def test_a_search_without_hits_says_why_where_the_hits_would_be(tiny_index, capsys):
+    """An empty answer printed nothing but its mode and time."""
+    assert main(["zyzzogeton quux", "--index", str(tiny_index), "--mode", "bm25"]) == 0
+    assert capsys.readouterr().out.startswith("No hits: no document contains any of the query's words")
+    assert main(["bread", "--index", str(tiny_index), "--mode", "bm25", "--offset", "50"]) == 0
+    assert capsys.readouterr().out.startswith("No hits: the ranking ends before rank 51")
+    with Searcher(tiny_index) as searcher:  # a dense search comes back empty only when cut by relevance
+        cut = dataclasses.replace(searcher.search_detailed("bread", mode="dense"), hits=[])
+    assert no_hits_line(cut, 0).startswith("No hits: none reaches the relevance --min-relevance asks for")
+    assert main(["zyzzogeton quux", "--index", str(tiny_index), "--mode", "bm25", "--json"]) == 0
+    assert capsys.readouterr().out == ""  # JSON lines stay one object per hit
 
 
 def test_cli_reranks_and_reports_both_scores(tiny_index, tiny_cross_encoder, capsys):
