@@ -281,8 +281,9 @@ def dev_index(dev: DevSet, dev_dir: Path, scifact_index: Path) -> Path:
     if dev.name == "scifact-dev":
         return scifact_index
     index_dir = dev_dir / f"index-{dev.name}"
-    if not (index_dir / "index.json").is_file():
-        build_index(IndexConfig(source=dev.corpus_dir, index_dir=index_dir, encoding=FP32))
+    # Built every time, incrementally: a complete index is checked in seconds, one that a killed
+    # run left half-built (committed chunks, a valid index of part of the corpus) is finished.
+    build_index(IndexConfig(source=dev.corpus_dir, index_dir=index_dir, encoding=FP32))
     return index_dir
 
 

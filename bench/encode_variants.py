@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from indexer.encoding import cpu_flags, openvino_model
+from indexer.encoding import BF16_FLAGS, cpu_flags, openvino_model
 
 BATCH = 32
 Runner = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -195,12 +195,17 @@ def _cpuinfo(key: str) -> str:
 
 
 def cpu_model() -> str:
-    return _cpuinfo("model name") or "unknown CPU"
+    """The CPU's model name, and "(no bf16 matrix instructions)" after it where it has none: parts
+    sold under one name ("AMD EPYC") differ there, and so does the encoding a new index gets."""
+    bf16 = BF16_FLAGS & cpu_flags()
+    return (_cpuinfo("model name") or "unknown CPU") + ("" if bf16 else " (no bf16 matrix instructions)")
 
 
 def cpu_vendor() -> str:
-    """"intel", "amd" or "other": each kind of CPU keeps its own table in BENCHMARKS.md."""
-    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(_cpuinfo("vendor_id"), "other")
+    """"intel", "amd" or "other", with "-no-bf16" where the CPU has no bf16 matrix instructions:
+    each kind of CPU keeps its own table in BENCHMARKS.md."""
+    vendor = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(_cpuinfo("vendor_id"), "other")
+    return vendor + ("" if BF16_FLAGS & cpu_flags() else "-no-bf16")
 
 
 def matrix_units() -> str:
