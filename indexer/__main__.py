@@ -23,6 +23,7 @@ from indexer.index import Index
 from indexer.settings import quiet_library_logs
 from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
 from indexer.store.ann import KINDS, STORAGES, VectorIndexConfig
+from indexer.store.metadata_filter import RESERVED_FIELDS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -133,12 +134,24 @@ def vector_index_from_args(args: argparse.Namespace) -> VectorIndexConfig | None
     return VectorIndexConfig(**fields)
 
 
+# Metadata fields `stats` names, the most common first.
+STATS_FIELDS = 10
+
+
+def fields_text(fields: list[tuple[str, int]]) -> str:
+    """The fields a search's --filter can name, with how many documents have each."""
+    shown = ", ".join(f"{name} ({count:,})" for name, count in fields[:STATS_FIELDS])
+    more = f", and {len(fields) - STATS_FIELDS:,} more (--json lists them)" if len(fields) > STATS_FIELDS else ""
+    return f"{shown or 'none'}{more}; and _id, _path, _type on every document (search --filter)"
+
+
 def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
     """The committed build's figures, one per line (or as JSON); reads no model."""
     with Index.open(index_dir, db_url, use_gpu=False) as index:
         stats = index.stats()
+        fields = [(name, count) for name, count in index.metadata_fields() if name not in RESERVED_FIELDS]
     if as_json:
-        return json.dumps(dataclasses.asdict(stats), default=str)
+        return json.dumps({**dataclasses.asdict(stats), "fields": dict(fields)}, default=str)
     rows = [
         ("documents", f"{stats.documents:,}"), ("passages", f"{stats.passages:,}"),
         ("model", f"{stats.model_label} ({stats.dimension} dimensions)"),
@@ -148,6 +161,7 @@ def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
         ("shards", f"{stats.shards} (python -m search.api --ray ADDRESS --shards {stats.shards})" if stats.shards
          else "none"),
         ("build", f"{stats.build_id}, {stats.built_at:%Y-%m-%d %H:%M} UTC, {stats.build_seconds:.1f} s"),
+        ("metadata fields", fields_text(fields)),
     ]
     return "\n".join(f"{name:>20}: {value}" for name, value in rows)
 

@@ -57,3 +57,22 @@ def test_a_short_tail_is_read_with_the_text_before_it_unless_the_cli_keeps_it(tm
         tails[bool(flags)] = record.passages[-1].text
     assert len(tails[True].split()) == 4 + 3, f"kept: overlap and tail, a short passage: {tails[True]!r}"
     assert len(tails[False].split()) == 32, f"merged: the last passage is whole: {tails[False]!r}"
+
+
+def test_stats_names_the_metadata_fields_a_filter_can_use(tmp_path, tiny_model, capsys):
+    """A misspelt filter field keeps nothing; the command line had no list of fields to check it against."""
+    import json
+
+    (tmp_path / "src").mkdir()
+    rows = [{"id": f"t{i}", "text": f"ticket {i} about the printer", "tag": "billing", **({"year": 2025} if i % 2 else {})}
+            for i in range(4)]
+    (tmp_path / "src" / "tickets.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "src" / "notes.txt").write_text("Plain notes.")
+    assert main(["build", "--source", str(tmp_path / "src"), "--index", str(tmp_path / "idx"), "--model", tiny_model,
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--index", str(tmp_path / "idx")]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "metadata fields:" in line)
+    assert line.split(": ", 1)[1] == "tag (4), year (2); and _id, _path, _type on every document (search --filter)"
+    assert main(["stats", "--index", str(tmp_path / "idx"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fields"] == {"tag": 4, "year": 2}
