@@ -40,7 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     build.add_argument("--batch-size", type=int, default=64)
     build.add_argument("--encoding", choices=list(ENCODINGS), default=None,
                        help="how the model computes the vectors (default: the index's; for a new index "
-                            "openvino-bf16 on CPUs with AMX or AVX-512 bf16, else fp32; see docs)")
+                            "openvino-bf16 on CPUs with AMX or AVX-512 bf16, openvino-fp32 on other CPUs with "
+                            "AVX2, else fp32; see docs)")
     build.add_argument("--passage-tokens", type=int, default=None, help="tokens per passage (default: the index's, or what the model reads for a new index)")
     build.add_argument("--overlap", type=int, default=None,
                        help="tokens shared by consecutive passages (default: the index's, or 32 for a new index)")

@@ -8,15 +8,19 @@
 - `openvino-bf16`: the transformer converted by OpenVINO's own `convert_model` and compiled for
   the CPU in bfloat16; tokenisation, pooling and normalisation stay the model's own modules, so
   only the matrix arithmetic changes.
+- `openvino-fp32`: the same conversion compiled in float32: the model's function to float
+  rounding, from OpenVINO's CPU kernels instead of torch's.
 
-`bench/bench_encode.py` measured both against plain `encode()` on the two kinds of CPU these
+`bench/bench_encode.py` measured them against plain `encode()` on the three kinds of CPU these
 machines have, with the retrieval quality each keeps on the dev sets (BENCHMARKS.md, "Encoding
 variants on the CPU"): OpenVINO bf16 is the fastest variant within the issue's 0.005 nDCG@10 of
-fp32 on every dev set, on the Intel Xeon with AMX and on the AMD EPYC with AVX-512 bf16.
+fp32 on every dev set, on the Intel Xeon with AMX and on the AMD EPYC with AVX-512 bf16; on an
+AMD EPYC with AVX2 alone, where bf16 is emulated, OpenVINO f32 is (ONNX Runtime fp32 is not
+faster than `encode()` there).
 
-`choose_encoding` picks a new index's encoding at run time: `fp16` on a GPU, `fp32` on CPUs
-without bf16 matrix instructions (where bf16 is emulated, slower than fp32); `openvino-bf16`
-where the CPU has AMX or AVX-512 bf16 and OpenVINO is installed.
+`choose_encoding` picks a new index's encoding at run time: `fp16` on a GPU; on a CPU,
+`openvino-bf16` where it has AMX or AVX-512 bf16, `openvino-fp32` on other x86-64 CPUs with AVX2,
+and `fp32` elsewhere (ARM, older x86: not measured) or where OpenVINO is not installed.
 `SEMSEARCH_ENCODING` (or `--encoding`) chooses another.
 
 An index records its encoding. Its queries are encoded the same way (`Index.load_model`), an
@@ -47,13 +51,19 @@ logger = logging.getLogger(__name__)
 FP32 = "fp32"
 FP16 = "fp16"
 OPENVINO_BF16 = "openvino-bf16"
+OPENVINO_FP32 = "openvino-fp32"
 ENCODINGS = {
     FP32: "the model's torch modules in float32 (SentenceTransformer.encode())",
     FP16: "the model's torch modules in float16, the default on a GPU",
     OPENVINO_BF16: "the transformer compiled by OpenVINO for the CPU in bfloat16",
+    OPENVINO_FP32: "the transformer compiled by OpenVINO for the CPU in float32",
 }
+_OPENVINO_PRECISIONS = {OPENVINO_BF16: "bf16", OPENVINO_FP32: "f32"}
 # /proc/cpuinfo flags of the matrix instructions that make bf16 faster than fp32.
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+# Where OpenVINO in f32 was measured faster than torch's fp32 (x86-64 with AVX2; the CPUs measured
+# all had it): elsewhere (ARM, older x86) a new index stays with plain fp32.
+F32_FLAGS = frozenset({"avx2"})
 # The inputs a converted transformer takes, in this order, when its tokenizer produces them.
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -97,8 +107,9 @@ def openvino_installed() -> bool:
 
 def choose_encoding(device: str | None = None, flags: frozenset[str] | None = None) -> str:
     """A new index's encoding on this machine: `SEMSEARCH_ENCODING` when set, else `fp16` on a GPU
-    (`device`, or the one torch sees when None), `fp32` on a CPU without bf16 matrix instructions, else
-    `openvino-bf16` (`fp32` if OpenVINO is not installed)."""
+    (`device`, or the one torch sees when None); on a CPU `openvino-bf16` where it has bf16 matrix
+    instructions, `openvino-fp32` where it has AVX2, else `fp32` (and `fp32` if OpenVINO is not
+    installed)."""
     wanted = settings.encoding()
     if wanted:
         return check_encoding(wanted)
@@ -108,13 +119,12 @@ def choose_encoding(device: str | None = None, flags: frozenset[str] | None = No
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if not str(device).startswith("cpu"):
         return FP16
-    if not BF16_FLAGS & (cpu_flags() if flags is None else flags):
+    flags = cpu_flags() if flags is None else flags
+    wanted = OPENVINO_BF16 if BF16_FLAGS & flags else OPENVINO_FP32 if F32_FLAGS & flags else FP32
+    if wanted != FP32 and not openvino_installed():
+        logger.info("OpenVINO is not installed: encoding in fp32 (pip install -r requirements.txt installs it)")
         return FP32
-    if not openvino_installed():
-        logger.info("this CPU has bf16 matrix instructions, but OpenVINO is not installed: encoding in fp32 "
-                    "(pip install -r requirements.txt installs it)")
-        return FP32
-    return OPENVINO_BF16
+    return wanted
 
 
 def with_encoding(model: Any, encoding: str, cache_dir: Path | None = None) -> Any:
@@ -132,7 +142,7 @@ def with_encoding(model: Any, encoding: str, cache_dir: Path | None = None) -> A
     if getattr(first, "module_output_name", None) != "token_embeddings" or not hasattr(first, "auto_model"):
         raise ValueError(f"{encoding} runs a transformer module; this model's first module is "
                          f"{type(first).__name__}. Build with --encoding {FP32}.")
-    return openvino_model(model, "bf16", cache_dir)
+    return openvino_model(model, _OPENVINO_PRECISIONS[encoding], cache_dir)
 
 
 def openvino_model(model: Any, precision: str, cache_dir: Path | None = None) -> Any:

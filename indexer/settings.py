@@ -71,7 +71,7 @@ def model_loading() -> str:
 
 
 def encoding() -> str | None:
-    """SEMSEARCH_ENCODING: how new indexes encode ("fp32", "openvino-bf16"); None when unset (chosen
+    """SEMSEARCH_ENCODING: how new indexes encode ("fp32", "openvino-fp32", "openvino-bf16"); None when unset (chosen
     by the CPU, `indexer.encoding.choose_encoding`)."""
     return _text("SEMSEARCH_ENCODING") or None
 

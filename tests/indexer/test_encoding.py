@@ -17,6 +17,7 @@ from indexer.encoding import (
     FP16,
     FP32,
     OPENVINO_BF16,
+    OPENVINO_FP32,
     OpenVINOForward,
     check_encoding,
     choose_encoding,
@@ -39,12 +40,21 @@ def no_override(monkeypatch, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("device", "flags", "expected"), [
     ("cuda", frozenset({"amx_bf16", "avx512_bf16"}), FP16),  # a GPU: float16 whatever the CPU has
-    ("cpu", frozenset({"avx2", "fma"}), FP32),  # bf16 would be emulated: slower than fp32
+    ("cpu", frozenset({"avx2", "fma"}), OPENVINO_FP32),  # bf16 would be emulated: OpenVINO in f32
+    ("cpu", frozenset({"asimd", "fp"}), FP32),  # ARM: OpenVINO not measured there
     ("cpu", frozenset({"avx2", "avx512_bf16"}), OPENVINO_BF16),  # AMD EPYC (Zen 4)
     ("cpu", frozenset({"avx2", "amx_bf16", "amx_tile"}), OPENVINO_BF16),  # Intel Xeon with AMX
 ])
 def test_the_machine_chooses_a_new_index_encoding(device: str, flags: frozenset[str], expected: str) -> None:
     assert choose_encoding(device, flags) == expected
+
+
+def test_without_openvino_a_cpu_encodes_in_fp32(monkeypatch) -> None:
+    import indexer.encoding
+
+    monkeypatch.setattr(indexer.encoding, "openvino_installed", lambda: False)
+    assert choose_encoding("cpu", frozenset({"avx2"})) == choose_encoding("cpu", frozenset({"amx_bf16"})) == FP32
+    assert choose_encoding("cuda", frozenset()) == FP16
 
 
 def test_the_environment_overrides_the_choice_and_a_bad_name_is_refused(monkeypatch) -> None:
@@ -70,6 +80,15 @@ def test_openvino_computes_the_model_own_function(tiny_model: str, tmp_path: Pat
     assert cosines.min() > 0.99, cosines
     assert encoded.get_embedding_dimension() == model.get_embedding_dimension()
     assert load_bi_encoder(tiny_model, encoding=OPENVINO_BF16) is encoded  # loaded once per process
+
+
+def test_openvino_in_f32_computes_the_model_own_function_to_float_rounding(tiny_model: str) -> None:
+    model = load_bi_encoder(tiny_model)
+    encoded = load_bi_encoder(tiny_model, encoding=OPENVINO_FP32)
+    assert isinstance(encoded[0].forward, OpenVINOForward)
+    exact, fast = encode_texts(model, TEXTS), encode_texts(encoded, TEXTS)
+    assert fast.dtype == np.float32 and fast.shape == exact.shape
+    np.testing.assert_allclose(fast, exact, atol=1e-4)
 
 
 def test_fp16_is_a_float16_copy_with_the_same_vectors_up_to_rounding(tiny_model: str) -> None:
@@ -197,10 +216,10 @@ def test_openvino_sends_no_telemetry(tiny_model: str, tmp_path: Path) -> None:
 
 def test_a_new_index_gets_the_machine_choice(tiny_model: str, topic_corpus: Path, tmp_path: Path) -> None:
     """With neither --encoding nor SEMSEARCH_ENCODING, a new index takes `choose_encoding()`: on this
-    machine's CPU, whatever it is (openvino-bf16 with AMX or AVX-512 bf16, else fp32)."""
+    machine's CPU, whatever it is (openvino-bf16 with AMX or AVX-512 bf16, else openvino-fp32)."""
     index_dir = tmp_path / "index"
     build_index(IndexConfig(source=topic_corpus, index_dir=index_dir, model=tiny_model, show_progress=False))
     with Index.open(index_dir) as index:
         assert index.stats().encoding == choose_encoding()
     opened = Searcher(index_dir).model
-    assert isinstance(opened[0].forward, OpenVINOForward) == (choose_encoding() == OPENVINO_BF16)
+    assert isinstance(opened[0].forward, OpenVINOForward) == (choose_encoding() in (OPENVINO_BF16, OPENVINO_FP32))
