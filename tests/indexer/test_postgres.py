@@ -219,6 +219,8 @@ def test_filters_on_postgres_read_jsonb_fields_with_a_gin_index(tmp_path, tiny_m
         assert set(searcher.index.matching_passages(parse_filter(flt)).ids().tolist()) == want, flt
     assert {h.doc_id for h in searcher.search("printers", k=10, filter={'odd "key"': "quoted"})} == {
         f"r{i % 3}/{i}" for i in range(0, 60, 10)}
+    note = searcher.search_detailed("printers", k=5, filter={"tags": "bug"}).filter_note  # fields from JSONB keys
+    assert "Did you mean 'tag'?" in note and f"'tag' ({sum('tag' in r for r in rows)} documents)" in note, note
     searcher.close()
     engine = sql_store.make_engine(pg_schema_url)
     with engine.connect() as conn:
