@@ -18,7 +18,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit import runtime
 
-from indexer.sources.readers import mbox_message, mbox_message_line
+from indexer.sources.readers import content_name, mbox_message, mbox_message_line
 from search import Hit
 from ui.highlight import escape_name
 
@@ -86,7 +86,7 @@ def message_reader(path: Path, line: int):
 
 def show_message_link(path: Path, line: int, key: str) -> None:
     """The download of one mbox message, read from its folder only when the button is pressed."""
-    name = f"{path.name.removesuffix('.gz')}-L{line}.eml"
+    name = f"{content_name(path)}-L{line}.eml"
     st.download_button(f"Download the message (line {line:,} of {path.name})", data=message_reader(path, line),
                        file_name=name, mime="message/rfc822", key=f"download-{key}", icon=":material/mail:",
                        on_click="ignore")
