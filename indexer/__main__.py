@@ -151,8 +151,11 @@ def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
     with Index.open(index_dir, db_url, use_gpu=False) as index:
         stats = index.stats()
         fields = [(name, count) for name, count in index.metadata_fields() if name not in RESERVED_FIELDS]
+        building = index.build_progress()
     if as_json:
-        return json.dumps({**dataclasses.asdict(stats), "fields": dict(fields)}, default=str)
+        return json.dumps({**dataclasses.asdict(stats), "fields": dict(fields),
+                           "building": None if building is None else dict(zip(("done", "total"), building))},
+                          default=str)
     rows = [
         ("documents", f"{stats.documents:,}"), ("passages", f"{stats.passages:,}"),
         ("model", f"{stats.model_label} ({stats.dimension} dimensions)"),
@@ -164,6 +167,9 @@ def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
         ("build", f"{stats.build_id}, {stats.built_at:%Y-%m-%d %H:%M} UTC, {stats.build_seconds:.1f} s"),
         ("metadata fields", fields_text(fields)),
     ]
+    if building is not None:  # as the app and the API's /stats say it
+        rows.append(("building", f"{building[0]:,} of {building[1]:,} passages of the build running now are "
+                                 "committed; the figures above count them"))
     return "\n".join(f"{name:>20}: {value}" for name, value in rows)
 
 

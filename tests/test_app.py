@@ -766,16 +766,24 @@ def test_the_search_page_does_not_import_the_compare_pages_chart_libraries(demo_
 
 def test_a_build_growing_the_index_is_shown_with_how_far_it_has_got(private_index: Path) -> None:
     """Another process commits chunks of a growing index: the page says how many of its passages
-    are in, while searches answer from them; a progress file left by a dead build says nothing."""
-    import json
-    import os
+    are in, while searches answer from them; a progress file left by a dead build says nothing.
+    Where the index held passages before the build (a build run again after Ctrl-C resumes, an
+    update adds files), the page gives both the build's count and the index's."""
+    from indexer import Index
 
+    with Index.open(private_index, use_gpu=False) as index:
+        held = index.stats().passages
+    assert held > 1
     progress = private_index / ".build-progress.json"
-    progress.write_text(json.dumps({"done": 48, "total": 1200, "pid": os.getpid()}))
+    progress.write_text(json.dumps({"done": held, "total": 1200, "pid": os.getpid()}))  # a first build
     at = run_app({"q": "open a file"})
     assert not at.exception
-    assert any("Building: 48 of 1,200 passages committed" in info.value for info in at.info), \
+    assert any(f"Building: {held} of 1,200 passages committed" in info.value for info in at.info), \
         [info.value for info in at.info]
+    progress.write_text(json.dumps({"done": 1, "total": 1200, "pid": os.getpid()}))  # it resumed
+    at = run_app({"q": "open a file"})
+    assert any(f"Building: 1 of the 1,200 passages this build adds are committed; the index holds {held:,} "
+               "passages now." in info.value for info in at.info), [info.value for info in at.info]
     progress.write_text(json.dumps({"done": 48, "total": 1200, "pid": 2**22 + 12345}))  # no such process
     at = run_app({"q": "open a file"})
     assert not any("Building:" in info.value for info in at.info)

@@ -135,8 +135,18 @@ def show_stats(area, stats: IndexStats, building: tuple[int, int] | None = None)
         # Another process's build: its total, an estimate, is kept as first shown (`steady_total`).
         total = st.session_state["building_total"] = steady_total(st.session_state.get("building_total", 0),
                                                                    total, done)
-        area.info(f"Building: {done:,} of {total:,} passages committed. Searches answer from "
-                  "those so far and include the rest as they commit.")
+        area.info(building_line(done, total, stats.passages))
+
+
+def building_line(done: int, total: int, held: int) -> str:
+    """How far a build growing the index has got: `done` of the `total` passages it commits, while the
+    index holds `held` passages. A build that resumes (or updates an index) started from the passages
+    the index held already, which its own counts leave out: then it says both."""
+    if held <= done:
+        return (f"Building: {done:,} of {total:,} passages committed. Searches answer from those so far "
+                "and include the rest as they commit.")
+    return (f"Building: {done:,} of the {total:,} passages this build adds are committed; the index holds "
+            f"{held:,} passages now. Searches answer from those and include the rest as they commit.")
 
 
 def show_hits(hits: list[Hit], matches: list[Relevance | None], first: int, query: str, mode: str) -> None:

@@ -244,6 +244,7 @@ class BuildLoop:
         # commit re-plans only when another writer committed meanwhile (`plan_next`).
         self.planned: tuple[Plan, str] | None = None
         self.skipped_empty = False
+        self.said_kept = False  # `say_kept`
 
     def cap(self) -> int:
         return commit_cap(self.config, self.report.passages_committed, time.perf_counter() - self.began)
@@ -348,6 +349,7 @@ class BuildLoop:
             remove=taken.remove, unchanged=taken.unchanged, moved=taken.moved, kept=taken.kept)
         if window_first:
             count_plan(self.report, changes)
+            self.say_kept(changes)
         self.skipped_empty = bool(empty)  # the next commit re-plans: these leave the window
         if empty:
             self.skip_empty(list(empty.values()), changes)
@@ -374,6 +376,20 @@ class BuildLoop:
         self.report.embed_seconds += time.perf_counter() - embedding
         tokens = self.embedder.bm25_tokens(docs) if docs else None
         return taken, tx.commit(chunk, self.origin, spans, vectors, self.meta, tokens), sum(map(len, spans))
+
+    def say_kept(self, changes: Plan) -> None:
+        """Say once, when a build first finds documents the index holds already and unchanged, that
+        they are kept without embedding: a build run again after Ctrl-C or a crash resumes, and its
+        bar counts only what is left, which otherwise read as starting over."""
+        if self.said_kept or not changes.unchanged:
+            return
+        self.said_kept = True
+        todo = ", ".join(f"{n:,} {what}" for n, what in ((len(changes.add), "new"), (len(changes.change), "changed"),
+                                                         (len(changes.remove), "removed")) if n)
+        logger.info("%s documents already in %s are unchanged: kept, not embedded again; %s%s",
+                    f"{len(changes.unchanged):,}", self.config.index_dir,
+                    f"to do: {todo}" if todo else "nothing else to do",
+                    "" if self.stream.whole else " (in the part of the source read so far)")
 
     def skip_empty(self, empty: list[Document], changes: Plan) -> None:
         """Documents with no passage: skipped input, out of the counts and of later plans."""

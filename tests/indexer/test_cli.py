@@ -76,3 +76,25 @@ def test_stats_names_the_metadata_fields_a_filter_can_use(tmp_path, tiny_model, 
     assert line.split(": ", 1)[1] == "tag (4), year (2); and _id, _path, _type on every document (search --filter)"
     assert main(["stats", "--index", str(tmp_path / "idx"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["fields"] == {"tag": 4, "year": 2}
+
+
+def test_stats_says_how_far_a_running_build_has_got(tmp_path, tiny_model, capsys):
+    """The app and the API's /stats show a build growing the index; `stats` said nothing of it."""
+    import json
+    import os
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.txt").write_text("A note about printers.")
+    assert main(["build", "--source", str(tmp_path / "src"), "--index", str(tmp_path / "idx"), "--model", tiny_model,
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "--index", str(tmp_path / "idx")]) == 0
+    assert "building" not in capsys.readouterr().out, "no build runs"
+    progress = tmp_path / "idx" / ".build-progress.json"
+    progress.write_text(json.dumps({"done": 4096, "total": 513271, "pid": os.getpid()}))  # a live process
+    assert main(["stats", "--index", str(tmp_path / "idx")]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "building:" in line)
+    assert line.split(": ", 1)[1].startswith("4,096 of 513,271 passages of the build running now are committed")
+    assert main(["stats", "--index", str(tmp_path / "idx"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["building"] == {"done": 4096, "total": 513271}
+

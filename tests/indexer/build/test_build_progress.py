@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -65,7 +67,7 @@ def test_build_commits_in_chunks_and_the_result_equals_one_commit(topic_corpus, 
 
 
 def test_ctrl_c_keeps_the_committed_chunks_and_a_rerun_resumes(topic_corpus, tmp_path, tiny_model,
-                                                              monkeypatch):
+                                                              monkeypatch, caplog):
     real_encode = build_module.encode_texts
     calls = {"n": 0}
 
@@ -84,9 +86,18 @@ def test_ctrl_c_keeps_the_committed_chunks_and_a_rerun_resumes(topic_corpus, tmp
     with Index.open(index_dir) as index:
         assert index.info.documents == 2
     monkeypatch.setattr(build_module, "encode_texts", real_encode)
-    resumed = build_index(config(topic_corpus, index_dir, tiny_model, commit_passages=1))
+    with caplog.at_level(logging.INFO, logger="indexer.build.loop"):
+        resumed = build_index(config(topic_corpus, index_dir, tiny_model, commit_passages=1))
     assert (resumed.documents_added, resumed.documents_unchanged) == (2, 2)
     assert resumed.passages_embedded == 2 and resumed.total_documents == 4
+    # The rerun says it resumes, before its bar (which counts only what is left) starts from 0.
+    said = [r.getMessage() for r in caplog.records if "unchanged" in r.getMessage()]
+    assert said == [f"2 documents already in {index_dir} are unchanged: kept, not embedded again; to do: 2 new"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="indexer.build.loop"):
+        build_index(config(topic_corpus, index_dir, tiny_model, commit_passages=1))
+    assert [r.getMessage() for r in caplog.records if "unchanged" in r.getMessage()] == [
+        f"4 documents already in {index_dir} are unchanged: kept, not embedded again; nothing else to do"]
 
 
 def test_ctrl_c_before_the_first_commit_says_nothing_changed(topic_corpus, tmp_path, tiny_model,
