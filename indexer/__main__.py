@@ -154,7 +154,7 @@ def stats_text(index_dir: Path, db_url: str | None, as_json: bool) -> str:
         building = index.build_progress()
     if as_json:
         return json.dumps({**dataclasses.asdict(stats), "fields": dict(fields),
-                           "building": None if building is None else dict(zip(("done", "total"), building))},
+                           "building": None if building is None else {"done": building[0], "total": building[1]}},
                           default=str)
     rows = [
         ("documents", f"{stats.documents:,}"), ("passages", f"{stats.passages:,}"),
