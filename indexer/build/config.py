@@ -57,8 +57,8 @@ class IndexConfig:
     show_progress: bool = True
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS
     # The most passages one atomic commit holds while the index is small; a build commits in
-    # growing chunks up to it (beyond it, up to a quarter of the index: see
-    # `build.next_commit_size`), so an interrupted build keeps its finished chunks and a rerun
+    # growing chunks up to it (beyond it, up to a quarter of the index, or `loop.MAX_COMMIT_SECONDS`
+    # of embedding when that is less: see `build.next_commit_size`), so an interrupted build keeps its finished chunks and a rerun
     # resumes after them. None: `DEFAULT_COMMIT_PASSAGES`, or what the build embeds in
     # `loop.COMMIT_SECONDS` when that is more (a GPU: fewer commits, each rewriting the index).
     commit_passages: int | None = None

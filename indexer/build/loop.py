@@ -105,15 +105,36 @@ def commit_cap(config: IndexConfig, committed: int, seconds: float) -> int:
     return max(DEFAULT_COMMIT_PASSAGES, int(rate * COMMIT_SECONDS))
 
 
-def next_commit_size(current: int, stored_passages: int, cap: int) -> int:
-    """Passages in the next commit: twice the last, up to `cap`, or up to a quarter of what the
-    index already holds when that is more.
+# The longest a commit of a large index makes the build wait, at its rate so far: the work a Ctrl-C
+# or a crash loses, and how long searches wait for new documents. Without it, a quarter of the
+# index (`next_commit_size`) came to 24,050 passages at 120k, 6 minutes of embedding on a 2-core
+# CPU, and would reach 137,000 (37 minutes) at 550k, in a build of /usr/share/doc.
+MAX_COMMIT_SECONDS = 300.0
 
-    Every commit rewrites the vector file and BM25 over all stored passages, so a fixed cap
-    made a large build quadratic. Commits that grow with the index keep the total rewrite
-    cost within a few times one final write, and an interruption still loses one commit.
+
+def commit_ceiling(config: IndexConfig, committed: int, seconds: float) -> int | None:
+    """The most passages a commit holds however large the index: what the build commits in
+    `MAX_COMMIT_SECONDS` at its rate so far (never under the cap, `next_commit_size`); None when
+    `config.commit_passages` is set or nothing is committed yet."""
+    if config.commit_passages is not None or committed <= 0 or seconds <= 0:
+        return None
+    return int(committed / seconds * MAX_COMMIT_SECONDS)
+
+
+def next_commit_size(current: int, stored_passages: int, cap: int, ceiling: int | None = None) -> int:
+    """Passages in the next commit: twice the last, up to `cap`, or up to a quarter of what the
+    index already holds when that is more, but not past `ceiling` (unless `cap` is).
+
+    A commit once rewrote the vector file and BM25 over all stored passages, so a fixed cap made
+    a large build quadratic; commits that grow with the index keep the total rewrite cost within
+    a few times one final write. Delta segments (`indexer.store.segments`) make most commits of a
+    large index cost seconds, and the merges come with growth, not with commits, so `ceiling`
+    keeps a slow embedder's commits minutes apart, while a fast one's still grow with the index.
     """
-    return min(2 * current, max(cap, stored_passages // 4))
+    grown = max(cap, stored_passages // 4)
+    if ceiling is not None:
+        grown = max(cap, min(grown, ceiling))
+    return min(2 * current, grown)
 
 
 def read_source(config: IndexConfig, report: BuildReport,
@@ -249,6 +270,9 @@ class BuildLoop:
     def cap(self) -> int:
         return commit_cap(self.config, self.report.passages_committed, time.perf_counter() - self.began)
 
+    def ceiling(self) -> int | None:
+        return commit_ceiling(self.config, self.report.passages_committed, time.perf_counter() - self.began)
+
     def step(self, done: int, _chunk_total: int) -> None:
         """One bar and one callback over the whole build, not one per chunk."""
         if self.bar is not None:
@@ -298,7 +322,7 @@ class BuildLoop:
             if self.progress is not None:
                 self.progress(self.report.passages_committed, max(self.total, self.report.passages_committed))
             self.rebuild, self.first, window_first = False, False, False
-            self.size = next_commit_size(self.size, result.passages, self.cap())
+            self.size = next_commit_size(self.size, result.passages, self.cap(), self.ceiling())
             window_done = len(taken.to_embed) == len(changes.to_embed)
             if not window_done or self.stream.documents_after():  # not the build's last commit,
                 # even when a window went in whole (a 10M ingest's progress had stopped at window 1)

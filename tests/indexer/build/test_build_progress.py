@@ -10,7 +10,13 @@ import pytest
 import indexer.build.pipeline as build_module
 from indexer import BuildInterrupted, Index, IndexConfig, build_index
 from indexer.__main__ import main as cli_main
-from indexer.build.loop import commit_cap, next_chunk, next_commit_size
+from indexer.build.loop import (
+    MAX_COMMIT_SECONDS,
+    commit_cap,
+    commit_ceiling,
+    next_chunk,
+    next_commit_size,
+)
 from indexer.build.pipeline import embed
 from indexer.sources.documents import Document, PassageSpan
 from indexer.store.plan import plan
@@ -236,6 +242,29 @@ def test_commit_sizes_grow_with_the_index_so_a_large_build_stays_linear() -> Non
     assert sizes[:9] == [16, 32, 64, 128, 256, 512, 1024, 2048, 4096], "small first commits"
     assert len(sizes) <= 30 and rewritten < 5 * stored
     assert next_commit_size(4096, 10_000, 4096) == 4096, "the cap holds while the index is small"
+
+
+def test_a_slow_embedders_commits_stay_minutes_apart_however_large_the_index(tmp_path) -> None:
+    """A quarter of the index came to 24,050 passages at 120k in a CPU build of /usr/share/doc (6
+    minutes of embedding between commits, lost to a Ctrl-C), and would have reached 137,000 at
+    550k. At 60 passages/s the ceiling holds a commit to MAX_COMMIT_SECONDS of them; a GPU's rate
+    leaves the quarter rule as it was, and the cap is never cut."""
+    auto = IndexConfig(source=tmp_path, index_dir=tmp_path / "i")
+    cpu = commit_ceiling(auto, 60 * 600, 600.0)  # 60 passages/s over ten minutes
+    assert cpu == int(60 * MAX_COMMIT_SECONDS)
+    sizes, stored, size = [], 0, 16
+    while stored < 550_000:
+        sizes.append(size)
+        stored += size
+        size = next_commit_size(size, stored, 4096, cpu)
+    assert max(sizes) == cpu and max(sizes) / 60 <= MAX_COMMIT_SECONDS
+    assert next_commit_size(4096, 10_000, 4096, cpu) == 4096, "small indexes as before"
+    assert next_commit_size(16_384, 120_000, 4096, cpu) == 18_000
+    gpu = commit_ceiling(auto, 5_000 * 600, 600.0)
+    assert next_commit_size(100_000, 550_000, 4096, gpu) == 550_000 // 4, "a fast embedder's commits still grow"
+    assert next_commit_size(4096, 550_000, 4096, 100) == 4096, "never under the cap"
+    assert commit_ceiling(auto, 0, 10.0) is None
+    assert commit_ceiling(IndexConfig(source=tmp_path, index_dir=tmp_path / "i", commit_passages=7), 10, 1.0) is None
 
 
 
