@@ -116,7 +116,7 @@ def bench_indexing(args: argparse.Namespace, work: Path) -> tuple[str, list[list
                    "--passage-tokens", "128", "--quiet", *extra]
         done, seconds, peak = run_measured(command, 2)
         summary = done.stdout.strip().splitlines()[-1]
-        passages = int(re.search(r"embedded (\d+) passages", summary).group(1))
+        passages = int(re.search(r"embedded ([\d,]+) passages", summary).group(1).replace(",", ""))
         rate = float(re.search(r"\(([\d.]+) passages/s\)", summary).group(1))
         rows.append([name, passages, f"{rate:.1f}", f"{seconds:.0f}", f"{peak:,.0f}"])
     header = ["indexing (all-MiniLM-L6-v2)", "passages", "passages/s (whole build)", "wall s (incl. start-up)",

@@ -449,7 +449,7 @@ def interrupted_message(config: IndexConfig, report: BuildReport) -> str:
     if not report.commits:
         done = f"nothing new was committed to {config.index_dir}; it is as it was before"
     else:
-        done = (f"{report.documents_committed} documents ({report.passages_committed} passages) of "
+        done = (f"{report.documents_committed:,} documents ({report.passages_committed:,} passages) of "
                 f"this build are committed to {config.index_dir}, which now holds "
-                f"{report.total_documents} documents and can be searched")
+                f"{report.total_documents:,} documents and can be searched")
     return f"Interrupted: {done}. Run the same command again to resume where it stopped."

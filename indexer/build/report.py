@@ -61,9 +61,9 @@ class BuildReport:
     def _added(self) -> str:
         precomputed = self.passages_committed - self.passages_embedded
         if precomputed:
-            return f"ingested {precomputed} precomputed vectors"
+            return f"ingested {precomputed:,} precomputed vectors"
         rate = f" ({self.passages_embedded / self.embed_seconds:.1f} passages/s)" if self.embed_seconds > 0 else ""
-        return f"embedded {self.passages_embedded} passages in {self.embed_seconds:.1f} s{rate}"
+        return f"embedded {self.passages_embedded:,} passages in {self.embed_seconds:.1f} s{rate}"
 
     def _phases(self) -> str:
         """Where the whole build's time went, so loading the model is not charged to embedding."""
@@ -74,9 +74,9 @@ class BuildReport:
 
     def summary(self) -> str:
         return (
-            f"{self.total_documents} documents, {self.total_passages} passages in the index "
-            f"(+{self.documents_added} new, ~{self.documents_updated} changed, "
-            f"-{self.documents_removed} removed, {self.documents_unchanged} unchanged); "
+            f"{self.total_documents:,} documents, {self.total_passages:,} passages in the index "
+            f"(+{self.documents_added:,} new, ~{self.documents_updated:,} changed, "
+            f"-{self.documents_removed:,} removed, {self.documents_unchanged:,} unchanged); "
             f"{self._added()}; {self._phases()}; BM25 index built in "
             f"{self.bm25_seconds:.1f} s; vector index {self.vector_index or 'unchanged'}; "
             f"{len(self.issues)} input issue(s), {len(self.warnings)} warning(s)"
