@@ -268,6 +268,37 @@ def test_a_slow_embedders_commits_stay_minutes_apart_however_large_the_index(tmp
 
 
 
+def test_the_build_holds_its_commits_to_the_ceiling(tmp_path, tiny_model, monkeypatch) -> None:
+    """The build loop asks `commit_ceiling` after every commit: with a cap of 2 and a ceiling of 3,
+    no commit of 40 one-passage documents holds more than 3; without a ceiling, commits grow to a
+    quarter of the index."""
+    from indexer.build import loop
+    from indexer.store.transaction import WriteTransaction
+
+    source = tmp_path / "src"
+    source.mkdir()
+    for i in range(40):
+        (source / f"doc{i:02}.txt").write_text(f"Short note number {i} about topic {i % 5}.")
+    sizes: list[int] = []
+    commit = WriteTransaction.commit
+
+    def counted(self, *args, **kwargs):
+        result = commit(self, *args, **kwargs)
+        sizes.append(result.passages_added)
+        return result
+
+    monkeypatch.setattr(WriteTransaction, "commit", counted)
+    monkeypatch.setattr(loop, "commit_cap", lambda config, committed, seconds: 2)
+    found = {}
+    for ceiling in (None, 3):
+        sizes.clear()
+        monkeypatch.setattr(loop, "commit_ceiling", lambda config, committed, seconds, c=ceiling: c)
+        build_index(config(source, tmp_path / f"idx-{ceiling}", tiny_model))
+        assert sum(sizes) == 40
+        found[ceiling] = max(sizes)
+    assert found[3] == 3 and found[None] > 3, found
+
+
 def test_commits_left_to_the_build_hold_ten_seconds_of_a_fast_embedder(tmp_path):
     """A set commit_passages is the cap; left unset, 4096, or what the build commits in
     COMMIT_SECONDS when that is more (a GPU), never less."""
