@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
-from indexer.sources import formats
+from indexer.sources import formats, generated
 from indexer.sources.documents import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     Document,
@@ -412,6 +412,11 @@ def read_text_file(
         return
     if not has_visible_text(text):
         on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
+        return
+    left_out = None if formats.is_html(name, text) else \
+        generated.minified_note(name, text) or generated.markup_only_note(text)
+    if left_out is not None:
+        on_issue(InputIssue(label, None, left_out, doc_id=label, retains_stored=False))
         return
     reader = formats.extract_html if formats.is_html(name, text) else \
         formats.extract_manpage if formats.is_manpage(text) else \
@@ -821,6 +826,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
     listed once, under the first of its paths that is not a symlink, and the others are named.
     Hidden files and folders (a name starting with "."; `.git`, `.venv`), `exclude` (the index
     being built) and any index folder are skipped; the source itself is read even when hidden.
+    So are the source copies a Sphinx build keeps beside the pages it made from them
+    (`_sources/`, `indexer.sources.generated`), named once per folder.
     """
     source = Path(source)
     if not source.exists():
@@ -871,7 +878,19 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
                 files.append(path)
             else:
                 on_issue(InputIssue(label, None, "not a regular file (a pipe, socket or device)"))
-    return _once_per_file(sorted(files), source, on_issue)
+    return _without_source_copies(_once_per_file(sorted(files), source, on_issue), source, on_issue)
+
+
+def _without_source_copies(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
+    """`files` without the source copies a Sphinx build keeps beside its pages
+    (`indexer.sources.generated`), named once per `_sources` folder."""
+    labels = {path.relative_to(source).as_posix(): path for path in files}
+    left_out: set[str] = set()
+    for folder, copies in generated.source_copies(labels).items():
+        on_issue(InputIssue(folder, None, generated.source_copies_note(folder, copies),
+                            retains_stored=False))
+        left_out.update(copies)
+    return [path for label, path in labels.items() if label not in left_out]
 
 
 def _once_per_file(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:

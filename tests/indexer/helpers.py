@@ -23,6 +23,7 @@ def config(source: Path, index_dir: Path, model: str, **kw) -> IndexConfig:
 def write_corpus(folder: Path, docs: dict[str, str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in docs.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)  # "sub/b.txt": in a subfolder
         (folder / name).write_text(text, encoding="utf-8")
     return folder
 

@@ -1,0 +1,138 @@
+"""Files a tool wrote from other files, which a folder of documents holds but a search should not:
+the source copies a Sphinx HTML build keeps beside its pages, minified code and data, and XML
+whose words all lie in its tags (an index for a help browser, a drawing).
+
+Measured on the Python 3.11 manual as Debian ships it (python3.11-doc: 1,050 files, 48,683
+passages with the default model): Sphinx's `_sources/` copies made 17,515 passages (every page
+a second time, in reST), `searchindex.js` (one line of 3.6 MB) 9,420 and `_static/glossary.json`
+(one line of 140 kB) 308: 56% of what the build embedded, and the first ten hits of a question
+held three to five pages twice, once per copy (five questions asked). With those left out,
+`python3.11.devhelp.gz` (GNOME Devhelp's index of the manual, every name in an attribute) was
+2,726 of the 21,440 passages left. The rules go by what the folder and the file themselves show,
+and the build names what each left out and why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import cast
+
+import lxml.etree as etree
+
+# Sphinx (html_copy_source, on by default) copies each page's source to
+# _sources/<docname><source suffix>.txt for its "Show Source" link; older Sphinx wrote
+# _sources/<docname>.txt. The page beside it is <docname>.html (the dirhtml builder:
+# <docname>/index.html), gzip-compressed in some packages.
+SPHINX_SOURCES = "_sources"
+_PAGE_NAMES = (".html", ".htm", ".xhtml", "/index.html")
+
+# Code and data that bundlers and generators write on one long line. GitHub's linguist calls a
+# .js or .css file minified when its lines average over 110 characters (`Linguist::Blob#minified_files?`);
+# measured here: every hand-written .js/.css/.json under /usr/share/doc averages 66 characters a
+# line or fewer, every generated one 138 or more (searchindex.js files, glossary.json, ok.min.css,
+# Node.js's API synopsis.json).
+MINIFIED_SUFFIXES = (".js", ".mjs", ".cjs", ".css", ".json", ".js.map", ".css.map")
+MINIFIED_LINE_CHARS = 110
+
+
+def _split_at_sources(label: str) -> tuple[str, str] | None:
+    """(the folder holding `label`'s innermost `_sources`, the path below it), or None."""
+    parts = PurePosixPath(label).parts
+    if SPHINX_SOURCES not in parts[:-1]:
+        return None
+    at = len(parts) - 1 - parts[::-1].index(SPHINX_SOURCES)
+    return "/".join(parts[:at]), "/".join(parts[at + 1:])
+
+
+def page_of_source_copy(label: str, labels: frozenset[str]) -> str | None:
+    """The page in `labels` that the Sphinx source copy `label` was copied for, else None.
+
+    `label` and `labels` are paths within the source, '/'-separated, as a build names files
+    (a trailing `.gz` on the page's name is allowed)."""
+    split = _split_at_sources(label)
+    if split is None or not label.endswith(".txt"):
+        return None
+    root, copied = split[0], split[1][: -len(".txt")]
+    docnames = {copied, str(PurePosixPath(copied).with_suffix(""))} if copied else set()
+    for docname in sorted(docnames):
+        for page in _PAGE_NAMES:
+            name = f"{root}/{docname}{page}" if root else f"{docname}{page}"
+            for candidate in (name, name + ".gz"):
+                if candidate in labels:
+                    return candidate
+    return None
+
+
+def source_copies(labels: Iterable[str]) -> dict[str, dict[str, str]]:
+    """The Sphinx source copies among `labels`, by the `_sources` folder that holds them: each
+    copy with the page it was copied for."""
+    known = frozenset(labels)
+    by_folder: dict[str, dict[str, str]] = {}
+    for label in sorted(known):
+        page = page_of_source_copy(label, known)
+        if page is not None:
+            root = cast(tuple[str, str], _split_at_sources(label))[0]
+            folder = f"{root}/{SPHINX_SOURCES}" if root else SPHINX_SOURCES
+            by_folder.setdefault(folder, {})[label] = page
+    return by_folder
+
+
+def source_copies_note(folder: str, copies: dict[str, str]) -> str:
+    """The warning for the source copies of one `_sources` folder (`copies`: copy -> page)."""
+    example, page = next(iter(copies.items()))
+    files = f"{len(copies):,} files" if len(copies) != 1 else "1 file"
+    return (f"{files} left out: Sphinx's copies of the sources of pages indexed "
+            f"as HTML beside them (such as {example}, of {page}), which would answer every "
+            f"question twice; to search the sources themselves, index {folder} as a source of "
+            "its own")
+
+
+def minified_note(name: str, text: str) -> str | None:
+    """Why the file `name` holding `text` is left out as minified code or data, else None."""
+    if not name.lower().endswith(MINIFIED_SUFFIXES):
+        return None
+    lines = text.count("\n") + (not text.endswith("\n"))
+    average = len(text) / max(lines, 1)
+    if average <= MINIFIED_LINE_CHARS:
+        return None
+    shape = (f"one line of {len(text):,} characters" if lines == 1 else
+             f"{lines:,} lines of {average:,.0f} characters on average")
+    fix = ("to index its records, write them as JSON Lines (.jsonl), a document a line"
+           if name.lower().endswith(".json") else
+           "index the readable source it was made from instead")
+    return (f"minified or machine-written code or data ({shape}; over {MINIFIED_LINE_CHARS} "
+            f"characters a line on average): not text to search; {fix}")
+
+
+# XML (not HTML: that is read for its main content) whose words lie in its tags and attributes
+# rather than between them. Measured on the XML files under /usr/share/doc: the share of their
+# words that lie between tags is 0.00 for Devhelp indexes (python3.11.devhelp.gz,
+# libxslt.devhelp2) and icons (py.svg), 0.03 for an XML-DSig template, 0.06 for a Graphviz
+# drawing with labels, 0.10-0.48 for service and signature examples, 0.65-0.86 for DocBook
+# manuals and specifications. Only the first kind is left out: under 1 word in 100.
+MARKUP_TEXT_SHARE = 0.01
+_XML_START = re.compile(r"\ufeff?\s*<(\?xml|svg\b|!DOCTYPE)", re.IGNORECASE)
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def markup_only_note(text: str) -> str | None:
+    """Why the XML `text` is left out as markup without text, else None (not XML, or with text
+    between its tags). Entities are not resolved and nothing is fetched."""
+    if _XML_START.match(text[:1024]) is None:
+        return None
+    parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=True)
+    try:
+        root = etree.fromstring(text.encode("utf-8", "surrogatepass"), parser)
+    except (etree.LxmlError, ValueError):
+        return None  # not XML after all: read as text
+    if root is None:
+        return None
+    words = len(_WORD.findall(text))
+    between = len(_WORD.findall(" ".join(root.itertext())))
+    if words == 0 or between >= MARKUP_TEXT_SHARE * words:
+        return None
+    return (f"XML whose words lie in its tags and attributes ({between:,} of {words:,} between "
+            "tags): an index, a drawing or data, not text to search; to search its attribute "
+            "values, extract them to a .txt file first")

@@ -1,0 +1,175 @@
+"""Files a tool wrote from other files: Sphinx's source copies beside their pages, and minified
+code and data, are left out of a build with a warning that names them; everything else stays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from indexer import IndexConfig, build_index
+from indexer.sources.generated import (
+    markup_only_note,
+    minified_note,
+    page_of_source_copy,
+    source_copies,
+)
+from indexer.sources.readers import list_source_files, read_documents, read_file
+from tests.indexer.helpers import write_corpus
+
+PYTHON_HTML = Path("/usr/share/doc/python3.11/html")
+PAGE = "<html><head><title>{0}</title></head><body><div role='main'><h1>{0}</h1><p>{1}</p></div></body></html>"
+
+
+@pytest.mark.parametrize("copy, labels, page", [
+    ("_sources/library/os.rst.txt", {"library/os.html"}, "library/os.html"),
+    ("_sources/library/os.path.rst.txt", {"library/os.path.html"}, "library/os.path.html"),
+    ("_sources/notes.md.txt", {"notes.html"}, "notes.html"),
+    ("_sources/old.txt", {"old.html"}, "old.html"),  # Sphinx before 1.5: no source suffix
+    ("_sources/os.path.txt", {"os.path.html"}, "os.path.html"),  # a .txt source named with a dot
+    ("_sources/guide.rst.txt", {"guide/index.html"}, "guide/index.html"),  # the dirhtml builder
+    ("_sources/changelog.rst.txt", {"changelog.html.gz"}, "changelog.html.gz"),  # Debian gzips
+    ("docs/html/_sources/a.rst.txt", {"docs/html/a.html"}, "docs/html/a.html"),
+    ("_sources/a.rst.txt", {"other.html"}, None),  # no page of its own: the only copy, kept
+    ("_sources/a.rst.txt", {"docs/a.html"}, None),  # the page of another build
+    ("notes/_sources.txt", {"notes.html"}, None),  # a file named so, not a folder
+    ("_sources/a.rst", {"a.html"}, None),  # Sphinx's copies end in .txt
+])
+def test_a_source_copy_is_told_by_the_page_beside_it(copy, labels, page):
+    assert page_of_source_copy(copy, frozenset(labels | {copy})) == page
+
+
+def test_copies_are_grouped_by_their_sources_folder():
+    labels = ["a.html", "_sources/a.rst.txt", "_sources/b.rst.txt",
+              "api/html/x.html", "api/html/_sources/x.md.txt"]
+    assert source_copies(labels) == {"_sources": {"_sources/a.rst.txt": "a.html"},
+                                     "api/html/_sources": {"api/html/_sources/x.md.txt": "api/html/x.html"}}
+
+
+@pytest.mark.parametrize("name, text, left_out", [
+    ("searchindex.js", 'Search.setIndex({"docnames": ["about", "bugs"]' + ', "x"' * 200 + "})", True),
+    ("app.min.css", "body{margin:0}" * 40 + "\n" + "p{color:red}" * 40, True),
+    ("glossary.json", json.dumps({"term": "<p>An object that supports the buffer protocol</p>" * 5}), True),
+    ("bundle.js.map", '{"version":3,"mappings":"' + "AAAA;" * 100 + '"}', True),
+    ("doctools.js", "function highlight(term) {\n  return term.toLowerCase();\n}\n" * 20, False),
+    ("basic.css", "div.body {\n    min-width: 360px;\n}\n" * 20, False),
+    ("config.json", json.dumps({"name": "x", "items": list(range(30))}, indent=2), False),
+    ("tiny.json", '{"a": 1}', False),
+    # Prose may run a paragraph a line: only code and data are judged by their lines.
+    ("notes.txt", "A paragraph written on one long line. " * 100, False),
+    ("page.html", "<p>" + "A paragraph written on one long line. " * 100 + "</p>", False),
+])
+def test_minified_code_and_data_are_told_by_their_lines(name, text, left_out):
+    note = minified_note(name, text)
+    assert (note is not None) == left_out
+    if left_out:
+        assert "minified or machine-written" in note and "110 characters" in note
+
+
+def test_a_minified_file_says_how_long_its_line_is_and_what_to_index_instead():
+    note = minified_note("data.json", "[" + "1, " * 1000 + "1]")
+    assert "one line of 3,003 characters" in note and "JSON Lines (.jsonl)" in note
+    note = minified_note("app.js", ("x" * 300 + "\n") * 3)
+    assert "3 lines of 301 characters on average" in note and "readable source" in note
+
+
+DEVHELP = ('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n'
+           '<book xmlns="http://www.devhelp.net/book" title="Python Documentation" link="index.html">\n'
+           '<chapters>\n' + "".join(f'<sub name="{i}. Using the glacier module" link="g{i}.html"/>\n'
+                                      for i in range(40)) + '</chapters>\n</book>\n')
+DOCBOOK = ('<?xml version="1.0"?>\n<!DOCTYPE article PUBLIC "-//OASIS//DTD DocBook XML V4.1.2//EN" '
+           '"http://www.oasis-open.org/docbook/xml/4.1.2/docbookx.dtd">\n<article id="spec">'
+           '<title>Shared MIME-info Database</title><sect1><title>Introduction</title><para>Many '
+           'programs and desktops use the MIME system to represent the types of files; '
+           '<emphasis>glob</emphasis> patterns match their names.</para></sect1></article>\n')
+
+
+@pytest.mark.parametrize("text, left_out", [
+    (DEVHELP, True),  # a help browser's index: every name in an attribute
+    ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 0 L16 8"/></svg>', True),
+    (DOCBOOK, False),  # a manual in DocBook: its words between tags
+    ('<?xml version="1.0"?><service-group><name>Remote terminal on %h</name>'
+     '<service><type>_ssh._tcp</type><port>22</port></service></service-group>', False),
+    ('<?xml version="1.0"?><doc><p>A manual cut short where its text runs on', False),  # truncated
+    ("Plain notes that mention <tags> in passing, with many words around them.", False),  # not XML
+    ('<?xml version="1.0" encoding="ISO-8859-1"?><p>Caf\u00e9 ouvert le matin</p>', False),
+])
+def test_xml_is_left_out_only_when_its_words_are_all_in_its_tags(text, left_out):
+    note = markup_only_note(text)
+    assert (note is not None) == left_out
+    if left_out:
+        assert "XML whose words lie in its tags and attributes (0 of" in note
+
+
+def sphinx_build(folder: Path) -> Path:
+    """A Sphinx HTML build as it ships: pages, their source copies, a search index, a theme."""
+    return write_corpus(folder, {
+        "index.html": PAGE.format("Welcome", "Start with the tutorial on glaciers."),
+        "tutorial.html": PAGE.format("Tutorial", "Glaciers carve valleys into U shapes."),
+        "_sources/index.rst.txt": "Welcome\n=======\n\nStart with the :doc:`tutorial` on glaciers.\n",
+        "_sources/tutorial.rst.txt": "Tutorial\n========\n\nGlaciers carve valleys into U shapes.\n",
+        "searchindex.js": 'Search.setIndex({"docnames": ["index", "tutorial"], "terms": {'
+                          + ", ".join(f'"glacier{i}": [0, 1]' for i in range(60)) + "}})",
+        "_static/doctools.js": "// Sphinx's helpers\nfunction highlight(term) {\n  return term;\n}\n",
+        "manual.devhelp2": DEVHELP,
+    })
+
+
+def test_a_sphinx_build_is_indexed_once_with_one_warning_per_kind(tmp_path, tiny_model):
+    source = sphinx_build(tmp_path / "html")
+    report = build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model,
+                                     show_progress=False))
+    assert report.total_documents == 3  # the two pages and the readable script
+    notes = "\n".join(report.warnings)
+    assert "_sources: 2 files left out: Sphinx's copies" in notes
+    assert "index _sources as a source of its own" in notes
+    assert "searchindex.js: minified or machine-written" in notes
+    assert "manual.devhelp2: XML whose words lie in its tags" in notes
+    assert report.issues == []  # left out on purpose: warnings, so --strict still builds
+    strict = build_index(IndexConfig(source=source, index_dir=tmp_path / "strict", model=tiny_model,
+                                     show_progress=False, strict=True))
+    assert strict.total_documents == 3
+
+
+def test_the_sources_folder_on_its_own_is_indexed_whole(tmp_path):
+    source = sphinx_build(tmp_path / "html")
+    docs = [doc.doc_id for doc in read_documents(source / "_sources")]
+    assert docs == ["index.rst.txt", "tutorial.rst.txt"]
+
+
+def test_an_index_built_before_the_rules_drops_what_they_leave_out(tmp_path, tiny_model,
+                                                                     monkeypatch):
+    from indexer.sources import generated
+
+    source = sphinx_build(tmp_path / "html")
+    cfg = IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model, show_progress=False)
+    with monkeypatch.context() as patch:  # the rules as they were: nothing generated known
+        patch.setattr(generated, "source_copies", lambda labels: {})
+        patch.setattr(generated, "minified_note", lambda name, text: None)
+        patch.setattr(generated, "markup_only_note", lambda text: None)
+        assert build_index(cfg).total_documents == 7
+    report = build_index(cfg)
+    assert (report.total_documents, report.documents_removed) == (3, 4)
+
+
+@pytest.mark.skipif(not PYTHON_HTML.is_dir(), reason="needs python3.11-doc (.ci/run installs it)")
+def test_the_python_manual_as_debian_ships_it():
+    """The real build: every source copy has its page, only the search index and the glossary data
+    are minified, and of its XML only the Devhelp index and the icons are markup without text."""
+    issues: list = []
+    files = list_source_files(PYTHON_HTML, issues.append)
+    labels = {path.relative_to(PYTHON_HTML).as_posix() for path in files}
+    copied = sum(1 for path in (PYTHON_HTML / "_sources").rglob("*.txt"))
+    assert copied > 400 and not any(label.startswith("_sources/") for label in labels)
+    copies = [issue.problem for issue in issues if issue.path == "_sources"]
+    assert len(copies) == 1 and copies[0].startswith(f"{copied:,} files left out")
+    minified = sorted(label for label in labels if label.endswith((".js", ".css", ".json"))
+                      and minified_note(label, (PYTHON_HTML / label).read_text(encoding="utf-8")))
+    assert minified == ["_static/glossary.json", "searchindex.js"]
+    xml = sorted(label for label in labels if label.endswith((".xml", ".svg", ".devhelp.gz")))
+    notes: list = []
+    kept = [label for label in xml if list(read_file(PYTHON_HTML / label, label, notes.append))]
+    markup_only = ["_static/caret-down.svg", "_static/py.svg", "python3.11.devhelp.gz"]  # icons
+    assert sorted(issue.path for issue in notes if "XML whose words" in issue.problem) == markup_only
+    assert kept == [label for label in xml if label not in markup_only]
