@@ -45,16 +45,27 @@ def _heading_text(text: str) -> str:
     return " ".join(text.split()).rstrip(_PERMALINKS).strip()
 
 
+def _preformatted(text: str) -> str:
+    """A `<pre>` block's text as it is laid out: its lines kept (a doctest's `>>>` prompts and
+    their output on lines of their own, as the app shows them), trailing spaces and the empty
+    lines around the block dropped."""
+    lines = [line.rstrip() for line in text.replace("\t", "    ").splitlines()]
+    return "\n".join(lines).strip("\n")
+
+
 def html_blocks(root: etree._Element, drop_furniture: bool = False) -> Iterator[Block]:
     """The text of `root` as blocks in document order: one per heading, one per run of text between
-    block-level tags. Scripts and styles are skipped; with `drop_furniture`, so are navigation,
-    page headers and footers, sidebars and forms (by tag and ARIA role)."""
+    block-level tags, its spaces and line breaks collapsed, except in a `<pre>` block, which keeps
+    its lines. Scripts and styles are skipped; with `drop_furniture`, so are navigation, page
+    headers and footers, sidebars and forms (by tag and ARIA role)."""
     buffer: list[str] = []
+    in_pre = 0  # how many <pre> elements the walk is inside
 
     def flush(level: int | None = None) -> Iterator[Block]:
         text = "".join(buffer)
         buffer.clear()
-        text = _heading_text(text) if level is not None else " ".join(text.split())
+        text = _heading_text(text) if level is not None else \
+            _preformatted(text) if in_pre else " ".join(text.split())
         if text:
             yield Block(clean_text(text), level=level)
 
@@ -68,14 +79,20 @@ def html_blocks(root: etree._Element, drop_furniture: bool = False) -> Iterator[
                 if isinstance(element.tag, str) and element.tail:
                     buffer.append(element.tail)
                 continue
-            if tag in _HEADINGS or tag in _BLOCKS:
+            if (tag in _HEADINGS or tag in _BLOCKS) and not (in_pre and tag != "pre"):
                 yield from flush()
+            in_pre += tag == "pre"
             if element.text:
                 buffer.append(element.text)
             continue
         if tag in _HEADINGS:
             yield from flush(_HEADINGS[tag])
-        elif tag in _BLOCKS:
+        elif tag == "pre":
+            yield from flush()
+            in_pre -= 1
+        elif tag == "br" and in_pre:
+            buffer.append("\n")
+        elif tag in _BLOCKS and not in_pre:
             yield from flush()
         if element.tail and element is not root:
             buffer.append(element.tail)

@@ -39,3 +39,26 @@ def test_legacy_pages_decode_by_their_declared_charset():
     # Undeclared and not Western: read as a text file in that code page would be.
     russian = "<html><body><p>Добро пожаловать в систему TeX Live, это старая страница.</p></body></html>"
     assert decode_html(russian.encode("cp1251")) == russian
+
+
+SPHINX_CODE = ("<html><body><div role='main'><h1>Sorting HOW TO</h1>"
+               "<p>A simple ascending sort is very easy:\n   just call the\tsorted() function.</p>"
+               "<div class='highlight-pycon3 notranslate'><div class='highlight'><pre><span></span>"
+               "<span class='gp'>&gt;&gt;&gt; </span><span class='n'>a</span> <span class='o'>=</span> "
+               "<span class='p'>[</span><span class='mi'>5</span><span class='p'>,</span> "
+               "<span class='mi'>2</span><span class='p'>]</span>   \n"
+               "<span class='gp'>&gt;&gt;&gt; </span><span class='nb'>sorted</span>(a)\n"
+               "<span class='go'>[2, 5]</span>\n\n"
+               "<span class='gp'>&gt;&gt;&gt; </span>def key(x):\n"
+               "<span class='gp'>... </span>\treturn -x\n</pre></div></div>"
+               "<p>Line one<br>of a paragraph.</p><pre>first<br>second</pre></div></body></html>")
+
+
+def test_code_blocks_keep_their_lines_and_prose_is_collapsed():
+    """A `<pre>` (Sphinx's highlighted code, a doctest) keeps its lines, so that the app shows
+    a doctest as code; its trailing spaces go and tabs become spaces. Prose around it is
+    collapsed as before (a `<br>` there ends a block, inside `<pre>` a line)."""
+    text = read_html(SPHINX_CODE).text
+    assert ("A simple ascending sort is very easy: just call the sorted() function.\n\n"
+            ">>> a = [5, 2]\n>>> sorted(a)\n[2, 5]\n\n>>> def key(x):\n...     return -x\n\n"
+            "Line one\n\nof a paragraph.\n\nfirst\nsecond") in text
