@@ -1,6 +1,8 @@
-"""Files a tool wrote from other files, which a folder of documents holds but a search should not:
-the source copies a Sphinx HTML build keeps beside its pages, minified code and data, and XML
-whose words all lie in its tags (an index for a help browser, a drawing).
+"""Files a tool wrote from other files, or the files it wrote them from, where a folder holds both:
+the source copies a Sphinx HTML build keeps beside its pages, a LaTeX, Markdown or reST source
+beside the PDF or HTML made from it, minified code and data, and XML whose words all lie in its
+tags (an index for a help browser, a drawing). Of a source and its document, the document is
+kept: it is what people read, and a PDF's hits have pages.
 
 Measured on the Python 3.11 manual as Debian ships it (python3.11-doc: 1,050 files, 48,683
 passages with the default model): Sphinx's `_sources/` copies made 17,515 passages (every page
@@ -15,7 +17,7 @@ and the build names what each left out and why.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 from typing import cast
 
@@ -27,6 +29,14 @@ import lxml.etree as etree
 # <docname>/index.html), gzip-compressed in some packages.
 SPHINX_SOURCES = "_sources"
 _PAGE_NAMES = (".html", ".htm", ".xhtml", "/index.html")
+
+# A document beside the source it was made from, under the same name: LaTeX's PDF, the HTML of
+# Markdown or reST (Node.js's API pages beside their .md). Under /usr/share/doc: 109 .tex files
+# beside their PDFs (TeX Live's manuals; one of the PDFs older than its source), 64 .md beside
+# their .html. The source is left out only when its document is not older than it, so an edit not
+# yet compiled is still found.
+MADE_FROM = {".pdf": (".tex", ".ltx"), ".html": (".md", ".markdown", ".rst"),
+             ".htm": (".md", ".markdown", ".rst")}
 
 # Code and data that bundlers and generators write on one long line. GitHub's linguist calls a
 # .js or .css file minified when its lines average over 110 characters (`Linguist::Blob#minified_files?`);
@@ -77,6 +87,42 @@ def source_copies(labels: Iterable[str]) -> dict[str, dict[str, str]]:
             folder = f"{root}/{SPHINX_SOURCES}" if root else SPHINX_SOURCES
             by_folder.setdefault(folder, {})[label] = page
     return by_folder
+
+
+def _content(label: str) -> str:
+    return label[: -len(".gz")] if label.lower().endswith(".gz") else label
+
+
+def sources_beside_documents(labels: Iterable[str], mtime: Callable[[str], float]) -> dict[str, str]:
+    """The sources among `labels` that lie beside a document made from them (`MADE_FROM`: the same
+    folder and name, either gzip-compressed or not) not older than them: source -> document.
+    `mtime` gives a label's modification time."""
+    by_name: dict[tuple[str, str], str] = {}
+    for label in labels:
+        stem, suffix = _stem_and_suffix(_content(label))
+        by_name.setdefault((stem, suffix), label)
+    found: dict[str, str] = {}
+    for (stem, suffix), document in sorted(by_name.items()):
+        for source_suffix in MADE_FROM.get(suffix, ()):
+            source = by_name.get((stem, source_suffix))
+            if source is not None and mtime(document) >= mtime(source):
+                found[source] = document
+    return dict(sorted(found.items()))
+
+
+def _stem_and_suffix(name: str) -> tuple[str, str]:
+    path = PurePosixPath(name)
+    return str(path.with_suffix("")) if path.suffix else name, path.suffix.lower()
+
+
+def sources_beside_documents_note(sources: dict[str, str]) -> str:
+    """The warning for the sources left out beside their documents (`sources`: source -> document)."""
+    example, document = next(iter(sources.items()))
+    files = f"{len(sources):,} source files" if len(sources) != 1 else "1 source file"
+    return (f"{files} left out beside the documents made from them (such as {example}, of "
+            f"{document}), which would answer every question twice; a source edited after its "
+            "document was made is indexed too; to search the sources themselves, index one as a "
+            "source of its own")
 
 
 def source_copies_note(folder: str, copies: dict[str, str]) -> str:

@@ -827,7 +827,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
     Hidden files and folders (a name starting with "."; `.git`, `.venv`), `exclude` (the index
     being built) and any index folder are skipped; the source itself is read even when hidden.
     So are the source copies a Sphinx build keeps beside the pages it made from them
-    (`_sources/`, `indexer.sources.generated`), named once per folder.
+    (`_sources/`, named once per folder), and a LaTeX, Markdown or reST source beside the PDF or
+    HTML made from it, not newer than it (named once): `indexer.sources.generated`.
     """
     source = Path(source)
     if not source.exists():
@@ -882,15 +883,26 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
 
 
 def _without_source_copies(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
-    """`files` without the source copies a Sphinx build keeps beside its pages
-    (`indexer.sources.generated`), named once per `_sources` folder."""
+    """`files` without the sources of documents beside them (`indexer.sources.generated`)."""
     labels = {path.relative_to(source).as_posix(): path for path in files}
     left_out: set[str] = set()
     for folder, copies in generated.source_copies(labels).items():
         on_issue(InputIssue(folder, None, generated.source_copies_note(folder, copies),
                             retains_stored=False))
         left_out.update(copies)
+    beside = generated.sources_beside_documents(labels, lambda label: _mtime(labels[label]))
+    if beside:
+        on_issue(InputIssue(".", None, generated.sources_beside_documents_note(beside),
+                            retains_stored=False))
+        left_out.update(beside)
     return [path for label, path in labels.items() if label not in left_out]
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return float("inf")  # unreadable: reading it says why, whichever side it is
 
 
 def _once_per_file(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:

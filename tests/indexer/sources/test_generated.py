@@ -14,11 +14,13 @@ from indexer.sources.generated import (
     minified_note,
     page_of_source_copy,
     source_copies,
+    sources_beside_documents,
 )
 from indexer.sources.readers import list_source_files, read_documents, read_file
 from tests.indexer.helpers import write_corpus
 
 PYTHON_HTML = Path("/usr/share/doc/python3.11/html")
+AMSMATH = Path("/usr/share/doc/texlive-doc/latex/amsmath")
 PAGE = "<html><head><title>{0}</title></head><body><div role='main'><h1>{0}</h1><p>{1}</p></div></body></html>"
 
 
@@ -45,6 +47,27 @@ def test_copies_are_grouped_by_their_sources_folder():
               "api/html/x.html", "api/html/_sources/x.md.txt"]
     assert source_copies(labels) == {"_sources": {"_sources/a.rst.txt": "a.html"},
                                      "api/html/_sources": {"api/html/_sources/x.md.txt": "api/html/x.html"}}
+
+
+@pytest.mark.parametrize("labels, left_out", [
+    (["paper.tex", "paper.pdf"], {"paper.tex": "paper.pdf"}),
+    (["doc/amsldoc.tex.gz", "doc/amsldoc.pdf"], {"doc/amsldoc.tex.gz": "doc/amsldoc.pdf"}),
+    (["api/fs.md", "api/fs.html", "api/fs.json"], {"api/fs.md": "api/fs.html"}),
+    (["guide.rst", "guide.htm.gz"], {"guide.rst": "guide.htm.gz"}),
+    (["Paper.TEX", "Paper.pdf"], {"Paper.TEX": "Paper.pdf"}),
+    (["paper.tex", "draft.pdf"], {}),  # another name: not known to be its document
+    (["src/paper.tex", "paper.pdf"], {}),  # another folder
+    (["notes.md", "notes.pdf"], {}),  # Markdown's documents are HTML here
+    (["paper.pdf"], {}),
+    (["paper.tex"], {}),
+])
+def test_a_source_beside_the_document_made_from_it_is_told_by_name(labels, left_out):
+    assert sources_beside_documents(labels, lambda label: 0.0) == left_out
+
+
+def test_a_source_edited_after_its_document_was_made_is_kept():
+    mtimes = {"paper.tex": 200.0, "paper.pdf": 100.0, "old.tex": 50.0, "old.pdf": 100.0}
+    assert sources_beside_documents(mtimes, mtimes.__getitem__) == {"old.tex": "old.pdf"}
 
 
 @pytest.mark.parametrize("name, text, left_out", [
@@ -113,6 +136,8 @@ def sphinx_build(folder: Path) -> Path:
                           + ", ".join(f'"glacier{i}": [0, 1]' for i in range(60)) + "}})",
         "_static/doctools.js": "// Sphinx's helpers\nfunction highlight(term) {\n  return term;\n}\n",
         "manual.devhelp2": DEVHELP,
+        "notes.md": "# Notes\n\nGlaciers carve valleys.\n",
+        "notes.html": PAGE.format("Notes", "Glaciers carve valleys."),
     })
 
 
@@ -120,16 +145,17 @@ def test_a_sphinx_build_is_indexed_once_with_one_warning_per_kind(tmp_path, tiny
     source = sphinx_build(tmp_path / "html")
     report = build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model,
                                      show_progress=False))
-    assert report.total_documents == 3  # the two pages and the readable script
+    assert report.total_documents == 4  # the three pages and the readable script
     notes = "\n".join(report.warnings)
     assert "_sources: 2 files left out: Sphinx's copies" in notes
     assert "index _sources as a source of its own" in notes
     assert "searchindex.js: minified or machine-written" in notes
     assert "manual.devhelp2: XML whose words lie in its tags" in notes
+    assert "1 source file left out beside the documents made from them (such as notes.md, of notes.html)" in notes
     assert report.issues == []  # left out on purpose: warnings, so --strict still builds
     strict = build_index(IndexConfig(source=source, index_dir=tmp_path / "strict", model=tiny_model,
                                      show_progress=False, strict=True))
-    assert strict.total_documents == 3
+    assert strict.total_documents == 4
 
 
 def test_the_sources_folder_on_its_own_is_indexed_whole(tmp_path):
@@ -148,9 +174,10 @@ def test_an_index_built_before_the_rules_drops_what_they_leave_out(tmp_path, tin
         patch.setattr(generated, "source_copies", lambda labels: {})
         patch.setattr(generated, "minified_note", lambda name, text: None)
         patch.setattr(generated, "markup_only_note", lambda text: None)
-        assert build_index(cfg).total_documents == 7
+        patch.setattr(generated, "sources_beside_documents", lambda labels, mtime: {})
+        assert build_index(cfg).total_documents == 9
     report = build_index(cfg)
-    assert (report.total_documents, report.documents_removed) == (3, 4)
+    assert (report.total_documents, report.documents_removed) == (4, 5)
 
 
 @pytest.mark.skipif(not PYTHON_HTML.is_dir(), reason="needs python3.11-doc (.ci/run installs it)")
@@ -173,3 +200,14 @@ def test_the_python_manual_as_debian_ships_it():
     markup_only = ["_static/caret-down.svg", "_static/py.svg", "python3.11.devhelp.gz"]  # icons
     assert sorted(issue.path for issue in notes if "XML whose words" in issue.problem) == markup_only
     assert kept == [label for label in xml if label not in markup_only]
+
+
+@pytest.mark.skipif(not AMSMATH.is_dir(), reason="needs texlive-latex-base-doc (.ci/run installs it)")
+def test_tex_lives_amsmath_manuals_are_indexed_as_their_pdfs():
+    issues: list = []
+    labels = {path.relative_to(AMSMATH).as_posix() for path in list_source_files(AMSMATH, issues.append)}
+    assert {"amsldoc.pdf", "subeqn.pdf", "technote.pdf", "testmath.pdf"} <= labels
+    assert not any(label.startswith(("amsldoc.tex", "subeqn.tex", "technote.tex", "testmath.tex"))
+                   for label in labels)
+    notes = [issue.problem for issue in issues if "beside the documents made from them" in issue.problem]
+    assert len(notes) == 1 and notes[0].startswith("4 source files left out")
