@@ -55,12 +55,17 @@ class BuildCounts:
     passages_embedded: int = 0
     total_documents: int = 0
     issues: tuple[tuple[str, str], ...] = ()
+    # Input left out on purpose: (the files it stands for, what the build said of them).
+    left_out: tuple[tuple[tuple[str, ...], str], ...] = ()
 
     @classmethod
     def of(cls, report: BuildReport) -> BuildCounts:
         return cls(report.summary(), report.documents_added, report.documents_updated,
                    report.documents_unchanged, report.passages_embedded, report.total_documents,
-                   tuple((issue.path, str(issue)) for issue in report.issues))
+                   tuple((issue.path, str(issue)) for issue in report.issues),
+                   tuple((issue.files, issue.problem) if issue.files else
+                         ((issue.path,), f"{issue.path} left out: {issue.problem}")
+                         for issue in report.left_out))
 
     def summary(self) -> str:
         return self.summary_line
@@ -70,7 +75,8 @@ class BuildCounts:
 
     @classmethod
     def from_json(cls, fields: dict) -> BuildCounts:
-        return cls(**{**fields, "issues": tuple(tuple(pair) for pair in fields.get("issues", ()))})
+        return cls(**{**fields, "issues": tuple(tuple(pair) for pair in fields.get("issues", ())),
+                      "left_out": tuple((tuple(files), note) for files, note in fields.get("left_out", ()))})
 
 
 @dataclass(frozen=True)

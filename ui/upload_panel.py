@@ -115,14 +115,20 @@ def show_upload_outcome(job: UploadBuild) -> None:
     st.sidebar.caption(result.report.summary())
     for issue in result.issues:
         st.sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
+    for note in result.left_out:
+        st.sidebar.info(escape_markdown(note))
 
 
 def upload_message(result: UploadResult, collection: str) -> str:
-    """What a batch of uploads added to `collection`, counting the files read and those skipped apart."""
+    """What a batch of uploads added to `collection`, counting the files read, those skipped and
+    those left out on purpose apart."""
     report = result.report
     skipped = {issue.split(":", 1)[0] for issue in result.issues} & set(result.saved)
-    files = (f"from {len(result.saved) - len(skipped)} of {plural(len(result.saved), 'file')}; "
-             f"{len(skipped)} skipped (below)" if skipped else f"from {plural(len(result.saved), 'file')}")
+    left_out = set(result.left_out_files) - skipped
+    apart = [f"{len(skipped)} skipped"] * bool(skipped) + [f"{len(left_out)} left out"] * bool(left_out)
+    read = len(result.saved) - len(skipped) - len(left_out)
+    files = (f"from {read} of {plural(len(result.saved), 'file')}; {' and '.join(apart)} (below)" if apart
+             else f"from {plural(len(result.saved), 'file')}")
     return (f"Added {plural(report.documents_added, 'new document')} and updated "
             f"{plural(report.documents_updated, 'document')} {files} "
             f"({plural(report.passages_embedded, 'passage')} embedded). "

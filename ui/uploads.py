@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -32,11 +33,14 @@ ProgressCallback = Callable[[int, int], None]
 
 @dataclass
 class UploadResult:
-    """What one batch of uploads did; `issues` name only this batch's files."""
+    """What one batch of uploads did; `issues` (skipped) and `left_out` (files a tool wrote from
+    others, or their sources: `indexer.sources.generated`) name only this batch's files."""
 
     report: BuildCounts
     saved: list[str] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    left_out_files: list[str] = field(default_factory=list)
 
 
 def uploads_dir(index_dir: Path) -> Path:
@@ -85,7 +89,9 @@ def save_uploads(files: Iterable[tuple[str, bytes]], folder: Path) -> list[str]:
     Never through a symbolic link: a link planted in the uploads folder (or the folder itself
     being one) would have the app overwrite whatever it points at, so either is refused with a
     ValueError before anything is written, and a link that appears meanwhile fails the write
-    (O_NOFOLLOW).
+    (O_NOFOLLOW). The files of one batch share one modification time, so that of a source and
+    the document made from it uploaded together (`paper.tex` and `paper.pdf`) the build keeps
+    the document whichever came first (`indexer.sources.generated`).
     """
     files = [(safe_upload_name(name), data) for name, data in files]
     if folder.is_symlink():
@@ -97,10 +103,13 @@ def save_uploads(files: Iterable[tuple[str, bytes]], folder: Path) -> list[str]:
                          "links. Remove it, or rename the file you upload, and upload again.")
     folder.mkdir(parents=True, exist_ok=True)
     saved: list[str] = []
+    now = time.time_ns()
     for target, data in files:
         descriptor = os.open(folder / target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         with os.fdopen(descriptor, "wb") as fh:
             fh.write(data)
+            fh.flush()  # written before the time is set, so that the write does not move it
+            os.utime(fh.fileno(), ns=(now, now))
         if target not in saved:
             saved.append(target)
     return saved
@@ -149,11 +158,16 @@ def prepare_uploads(
 def finish_uploads(prepared: PreparedUploads, counts: BuildCounts) -> UploadResult:
     """What the build did for this batch. A single-document file (any text file, or a binary one)
     with an issue was skipped as a whole, so it is deleted again rather than warned about with
-    every later upload; a .jsonl or .csv stays, as its other records were indexed."""
+    every later upload; a .jsonl or .csv stays, as its other records were indexed. So is a file
+    left out on purpose (minified data, a LaTeX source uploaded with its PDF)."""
     batch = set(prepared.saved)
     issues = [(path, text) for path, text in counts.issues if path in batch]
-    _forget_whole_file_uploads(prepared.config.source, [path for path, _ in issues])
-    return UploadResult(report=counts, saved=prepared.saved, issues=[text for _, text in issues])
+    left_out = [(batch.intersection(files), note) for files, note in counts.left_out if batch.intersection(files)]
+    _forget_whole_file_uploads(prepared.config.source, [path for path, _ in issues]
+                               + [name for files, _ in left_out for name in files])
+    return UploadResult(report=counts, saved=prepared.saved, issues=[text for _, text in issues],
+                        left_out=[note for _, note in left_out],
+                        left_out_files=sorted(name for files, _ in left_out for name in files))
 
 
 def index_uploads(

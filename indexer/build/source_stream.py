@@ -185,6 +185,7 @@ class SourceStream:
         if not issue.retains_stored:  # left out on purpose (a second link to a file): a warning
             logger.warning("%s", issue)
             report.warnings.append(str(issue))
+            report.left_out.append(issue)
             return
         if config.strict:
             raise BadInputError(f"{issue} (--strict turns skipped input into an error)")

@@ -222,7 +222,8 @@ class InputIssue:
     for input that could not be read this time, false for input left out on purpose (a
     second path to a file already read, an index folder inside the source). `partial` marks a
     caveat about a document that is indexed all the same (pages without a text layer): not a
-    skip, but a warning that `--strict` turns into an error.
+    skip, but a warning that `--strict` turns into an error. `files` names the files an issue
+    about several stands for (the source copies of a `_sources` folder), when `path` does not.
     """
 
     path: str
@@ -233,6 +234,7 @@ class InputIssue:
     doc_id: str | None = None
     retains_stored: bool = True
     partial: bool = False
+    files: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path

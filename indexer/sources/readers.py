@@ -888,12 +888,12 @@ def _without_source_copies(files: list[Path], source: Path, on_issue: IssueHandl
     left_out: set[str] = set()
     for folder, copies in generated.source_copies(labels).items():
         on_issue(InputIssue(folder, None, generated.source_copies_note(folder, copies),
-                            retains_stored=False))
+                            retains_stored=False, files=tuple(copies)))
         left_out.update(copies)
     beside = generated.sources_beside_documents(labels, lambda label: _mtime(labels[label]))
     if beside:
         on_issue(InputIssue(".", None, generated.sources_beside_documents_note(beside),
-                            retains_stored=False))
+                            retains_stored=False, files=tuple(beside)))
         left_out.update(beside)
     return [path for label, path in labels.items() if label not in left_out]
 

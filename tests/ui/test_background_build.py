@@ -105,3 +105,22 @@ def test_each_commit_is_reported_at_once_whatever_the_interval(topic_corpus, tmp
     assert report.commits >= 2 and reported == sorted(reported) and reported[-1] == final, sent
     # After the first report only commits can pass the interval: the first commit's count is one.
     assert any(0 < count < final for count in reported[1:]), sent
+
+
+def test_counts_carry_what_was_left_out_through_json(tmp_path):
+    """The child process reports its counts as JSON: files left out on purpose come back as
+    (the files, the note), one file's note naming it, a note about several as the build said it."""
+    import json
+
+    from indexer.build.report import BuildReport
+    from indexer.sources.documents import InputIssue
+    from ui.background_build import BuildCounts
+
+    report = BuildReport(index_dir=tmp_path, model="m")
+    report.left_out += [InputIssue("data.json", None, "minified", retains_stored=False),
+                        InputIssue(".", None, "2 source files left out", retains_stored=False,
+                                   files=("a.tex", "b.md"))]
+    counts = BuildCounts.of(report)
+    assert counts.left_out == ((("data.json",), "data.json left out: minified"),
+                               (("a.tex", "b.md"), "2 source files left out"))
+    assert BuildCounts.from_json(json.loads(json.dumps(counts.to_json()))) == counts

@@ -25,3 +25,12 @@ def test_the_upload_bar_counts_passages_embedded_once_the_build_has_a_total(tmp_
     assert upload_progress_text(embedding, 1).startswith("Embedded 120 of 314 passages (")
     assert upload_progress_text(embedding, 1, "my_notes").startswith(
         "Embedded 120 of 314 passages into my\\_notes ("), "another collection is named, escaped"
+
+
+def test_the_upload_message_counts_files_left_out_on_purpose_apart() -> None:
+    report = BuildCounts("summary", documents_added=1, passages_embedded=3, total_documents=7)
+    result = UploadResult(report, saved=["paper.pdf", "paper.tex", "data.json", "b.png"],
+                          issues=["b.png: binary file (a PNG image)"],
+                          left_out=["data.json left out: minified or machine-written code or data"],
+                          left_out_files=["data.json", "paper.tex"])
+    assert "from 1 of 4 files; 1 skipped and 2 left out (below)" in upload_message(result, "notes")

@@ -207,3 +207,21 @@ def test_uploads_take_the_formats_a_build_reads_with_the_same_errors(tmp_path: P
         assert (hit.doc_id, hit.title, hit.location.label) == ("nature.pdf", "Nature and craft", "p. 2")
         hit = searcher.search("paddle blade stroke", k=1, mode="bm25")[0]
         assert (hit.doc_id, hit.location.label) == ("kayak.docx", "Kayaks › Paddling")
+
+
+@pytest.mark.parametrize("order", [("notes.md", "notes.html"), ("notes.html", "notes.md")])
+def test_uploads_left_out_on_purpose_are_named_and_not_kept(tmp_path: Path, order) -> None:
+    """A source uploaded with the page made from it, and minified data: each named in the result
+    and deleted again (as a skipped file is), whichever order the batch came in."""
+    files = {"notes.md": b"# Glaciers\n\nGlaciers carve valleys into U shapes.\n",
+             "notes.html": b"<html><body><main><h1>Glaciers</h1><p>Glaciers carve valleys into U shapes."
+                           b"</p></main></body></html>",
+             "data.json": b'{"terms": [' + b", ".join(b'"glacier%d"' % i for i in range(60)) + b"]}"}
+    index = tmp_path / "index"
+    result = index_uploads([(name, files[name]) for name in (*order, "data.json")], index)
+    assert result.report.documents_added == 1 and result.issues == []
+    assert result.left_out_files == ["data.json", "notes.md"]
+    assert any(note.startswith("data.json left out: minified or machine-written") for note in result.left_out)
+    assert any(note.startswith("1 source file left out beside the documents made from them (such as "
+                               "notes.md, of notes.html)") for note in result.left_out)
+    assert sorted(p.name for p in uploads_dir(index).iterdir()) == ["notes.html"]
