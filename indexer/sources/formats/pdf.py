@@ -6,6 +6,11 @@ page's words as pdfminer.six does, at many times its speed, with exact page boun
 glued the words of LuaTeX PDFs together. PDFium marks a word hyphenated across a line end
 (U+FFFE), so the word is joined again, and it reports a password-protected file as such. OCR is
 not attempted: a page without a text layer is named in a warning.
+
+A PDF's title is its Title field; where it has none (LaTeX writes none unless told to: 115 of the
+322 PDFs under /usr/share/doc), the largest text of its first page, where that is larger than the
+page's body text, as title extractors read a paper; else the file name is the title
+(BENCHMARKS.md, "PDF titles").
 """
 
 from __future__ import annotations
@@ -22,6 +27,14 @@ from indexer.sources.outline import Block, assemble, page_ranges
 _PASSWORD_ERROR = 4
 # PDF producers that put their own name, not the document's, in the Title field.
 _NOT_TITLES = ("untitled", "microsoft word - ", "powerpoint presentation")
+# The first page's title: its largest font size with 3 letters or more, at least 1.15 times the
+# size most of its letters have (a page set in one size has no title), read from its first
+# character of that size to its last, up to 3 characters of other sizes between two of them (the
+# lowered A and E of the LaTeX logo), at most 150 characters (longer is a paragraph). Chosen on the
+# PDFs under /usr/share/doc that have a Title (bench/bench_pdf_titles.py).
+_TITLE_SIZE_RATIO = 1.15
+_TITLE_GAP = 3
+_TITLE_MAX_CHARS = 150
 
 
 def _open(path: Path) -> pdfium.PdfDocument:
@@ -51,12 +64,57 @@ def _page_text(pdf: pdfium.PdfDocument, index: int) -> tuple[str, bool]:
     return clean_text(text), has_image
 
 
-def _title(pdf: pdfium.PdfDocument) -> str:
+def metadata_title(pdf: pdfium.PdfDocument) -> str:
+    """The PDF's Title field, unless empty or a producer's placeholder."""
     title = " ".join(str(pdf.get_metadata_dict().get("Title") or "").split())
     lowered = title.lower()
     if not title or any(lowered.startswith(junk) for junk in _NOT_TITLES) or lowered.endswith((".dvi", ".tex", ".doc", ".docx")):
         return ""
     return title
+
+
+def _sized_chars(pdf: pdfium.PdfDocument, index: int) -> list[tuple[str, float]]:
+    """Each character of page `index` with its font size, to half a point."""
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            return [(chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 0xFFFE),
+                     round(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) * 2) / 2)
+                    for i in range(textpage.count_chars())]
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+
+
+def first_page_title(pdf: pdfium.PdfDocument) -> str:
+    """The first page's title by its type size (see `_TITLE_SIZE_RATIO`), or "" when none stands out."""
+    if len(pdf) == 0:
+        return ""
+    chars = _sized_chars(pdf, 0)
+    letters: dict[float, int] = {}
+    for char, size in chars:
+        if char.isalpha():
+            letters[size] = letters.get(size, 0) + 1
+    if not letters:
+        return ""
+    body = max(letters, key=lambda size: letters[size])
+    larger = [size for size, count in letters.items() if count >= 3 and size >= _TITLE_SIZE_RATIO * body]
+    if not larger:
+        return ""
+    at = [i for i, (_, size) in enumerate(chars) if size == max(larger)]
+    last = at[0]
+    for i in at[1:]:
+        if i - last - 1 > _TITLE_GAP:
+            break
+        last = i
+    title = " ".join("".join(char for char, _ in chars[at[0]: last + 1]).replace("\ufffe", "").split())
+    return title if len(title) <= _TITLE_MAX_CHARS else ""
+
+
+def _title(pdf: pdfium.PdfDocument) -> str:
+    return metadata_title(pdf) or first_page_title(pdf)
 
 
 def read_pdf(path: Path) -> Extracted:

@@ -71,3 +71,29 @@ def test_only_garbled_text_is_unreadable(tmp_path):
 def test_hyphens_at_line_ends_and_ligatures_are_joined(tmp_path):
     from indexer.sources.formats.extracted import clean_text
     assert clean_text("ef\ufb01cient\r\nﬂow") == "efficient\nflow"
+
+
+def _paper(path, title_size: float, title: str | None = None):
+    """A paper whose first page opens with a heading in `title_size` points over 11-point body text."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    if title:
+        pdf.set_title(title)
+    pdf.add_page()
+    pdf.set_font("helvetica", size=title_size)
+    pdf.multi_cell(0, 10, "Glacial Erosion of Alpine Valleys", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", size=9)
+    pdf.multi_cell(0, 6, "A. Author, Institute of Geography", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("helvetica", size=11)
+    pdf.multi_cell(0, 6, PAGE_TEXTS[0] * 3)
+    pdf.output(str(path))
+    return path
+
+
+def test_a_pdf_without_a_title_field_is_titled_by_its_first_pages_largest_text(tmp_path):
+    assert read_pdf(_paper(tmp_path / "a.pdf", 20)).title == "Glacial Erosion of Alpine Valleys"
+    # The Title field comes first; a heading no larger than the body is no title (the file name is).
+    assert read_pdf(_paper(tmp_path / "b.pdf", 20, title="Erosion")).title == "Erosion"
+    assert read_pdf(_paper(tmp_path / "c.pdf", 12)).title == ""
+    assert read_pdf(write_pdf(tmp_path / "d.pdf", PAGE_TEXTS)).title == ""
