@@ -879,11 +879,13 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
                 files.append(path)
             else:
                 on_issue(InputIssue(label, None, "not a regular file (a pipe, socket or device)"))
-    return _without_source_copies(_once_per_file(sorted(files), source, on_issue), source, on_issue)
+    listed = _once_per_file(sorted(files), source, on_issue)
+    return _without_sources_beside_documents(listed, source, on_issue)
 
 
-def _without_source_copies(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
-    """`files` without the sources of documents beside them (`indexer.sources.generated`)."""
+def _without_sources_beside_documents(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
+    """`files` without the sources of documents beside them, Sphinx's copies included
+    (`indexer.sources.generated`)."""
     labels = {path.relative_to(source).as_posix(): path for path in files}
     left_out: set[str] = set()
     for folder, copies in generated.source_copies(labels).items():
