@@ -237,5 +237,7 @@ class InputIssue:
     files: tuple[str, ...] = ()
 
     def __str__(self) -> str:
+        if self.path == "." and self.line is None:  # about the source as a whole, or files across it
+            return self.problem
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{where}: {self.problem}"
