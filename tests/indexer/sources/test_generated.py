@@ -52,7 +52,10 @@ def test_copies_are_grouped_by_their_sources_folder():
 @pytest.mark.parametrize("labels, left_out", [
     (["paper.tex", "paper.pdf"], {"paper.tex": "paper.pdf"}),
     (["doc/amsldoc.tex.gz", "doc/amsldoc.pdf"], {"doc/amsldoc.tex.gz": "doc/amsldoc.pdf"}),
-    (["api/fs.md", "api/fs.html", "api/fs.json"], {"api/fs.md": "api/fs.html"}),
+    (["api/fs.md", "api/fs.html", "api/fs.json.gz"], {"api/fs.md": "api/fs.html",
+                                                      "api/fs.json.gz": "api/fs.html"}),
+    (["analysis.ipynb", "analysis.html"], {"analysis.ipynb": "analysis.html"}),  # nbconvert
+    (["data.json", "report.html"], {}),
     (["guide.rst", "guide.htm.gz"], {"guide.rst": "guide.htm.gz"}),
     (["Paper.TEX", "Paper.pdf"], {"Paper.TEX": "Paper.pdf"}),
     (["paper.tex", "draft.pdf"], {}),  # another name: not known to be its document
