@@ -135,6 +135,8 @@ def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | No
     plan, note = _resolve(requested, n, dim)
     in_place = (committed is not None and current is not None and _same_type(current, plan, requested)
                 and not ann.needs_retrain(current, n, requested)
+                and not ann.stale_after_removal(current, committed.base.ntotal,
+                                                len(committed.deleted) + len(removed))
                 and (ann.supports_remove(current) or not (len(committed.deleted) or len(removed))))
     if in_place:
         assert committed is not None and current is not None
@@ -147,6 +149,11 @@ def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | No
     else:
         if current is not None and (current.kind, current.storage) != (plan.kind, plan.storage):
             note = f"vector index: {current.factory} -> {plan.factory} at {n} passages"
+        elif current is not None and committed is not None and ann.stale_after_removal(
+                current, committed.base.ntotal, len(committed.deleted) + len(removed)):
+            note = (f"vector index: retrained at {n} passages, {current.factory} -> {plan.factory} "
+                    f"({len(committed.deleted) + len(removed)} of its {committed.base.ntotal} "
+                    "vectors removed)")
         elif current is not None and current.trained_on:
             note = (f"vector index: retrained at {n} passages, {current.factory} -> "
                     f"{plan.factory} (it was trained on {current.trained_on})")

@@ -57,3 +57,26 @@ def test_a_calibration_from_before_it_was_sized_is_measured_again():
     merged = merge_vectors(committed, plan, WANTED, np.empty(0, np.int64), np.arange(2000, 2100),
                            unit(rng, 100), DIM, old)
     assert merged.calibration.passages == 2100
+
+
+def test_an_ivf_that_loses_a_quarter_of_its_base_is_trained_again():
+    """Twins removed (a folder's .json beside its pages): in place, the lists fit to them are left
+    empty and a query near them finds next to nothing; trained again, it finds k."""
+    rng = np.random.default_rng(2)
+    pages = unit(rng, 1500) + 3 * np.eye(DIM, dtype=np.float32)[0]
+    twins = unit(rng, 1500) + 3 * np.eye(DIM, dtype=np.float32)[1]
+    vectors = np.vstack([pages, twins])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    first = merge_vectors(None, None, WANTED, np.empty(0, np.int64), np.arange(3000), vectors, DIM)
+    committed = SegmentedVectors(VectorStore(faiss.clone_index(first.store.faiss_index)), [], np.empty(0, np.int64))
+    near_twins = (np.eye(DIM, dtype=np.float32)[1] + 0.4 * np.eye(DIM, dtype=np.float32)[0])[None, :]
+    near_twins /= np.linalg.norm(near_twins)
+    merged = merge_vectors(committed, first.plan, WANTED, np.arange(1500, 3000), np.arange(3000, 3010),
+                           unit(rng, 10), DIM, first.calibration)
+    _, ids = merged.store.search(near_twins, 50)
+    assert (ids[0] >= 0).sum() == 50 and not np.isin(ids[0], np.arange(1500, 3000)).any()
+    assert "1500 of its 3000 vectors removed" in merged.note
+    # A few removed stay in place, as before.
+    few = merge_vectors(committed, first.plan, WANTED, np.arange(1500, 1600), np.arange(3000, 3010),
+                        unit(rng, 10), DIM, first.calibration)
+    assert "removed" not in (few.note or "")
