@@ -98,7 +98,7 @@ def _content(label: str) -> str:
 def sources_beside_documents(labels: Iterable[str], mtime: Callable[[str], float]) -> dict[str, str]:
     """The sources among `labels` that lie beside a document made from them (`MADE_FROM`: the same
     folder and name, either gzip-compressed or not) not older than them: source -> document.
-    `mtime` gives a label's modification time."""
+    `mtime` gives a label's modification time; NaN where it is unknown keeps both."""
     by_name: dict[tuple[str, str], str] = {}
     for label in labels:
         stem, suffix = _stem_and_suffix(_content(label))

@@ -26,6 +26,7 @@ import io
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -413,12 +414,12 @@ def read_text_file(
     if not has_visible_text(text):
         on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
         return
-    left_out = None if formats.is_html(name, text) else \
-        generated.minified_note(name, text) or generated.markup_only_note(text)
+    html = formats.is_html(name, text)
+    left_out = None if html else generated.minified_note(name, text) or generated.markup_only_note(text)
     if left_out is not None:
         on_issue(InputIssue(label, None, left_out, doc_id=label, retains_stored=False))
         return
-    reader = formats.extract_html if formats.is_html(name, text) else \
+    reader = formats.extract_html if html else \
         formats.extract_manpage if formats.is_manpage(text) else \
         formats.extract_info if formats.is_info(text) else \
         formats.extract_email if formats.is_email(text) else None
@@ -904,7 +905,7 @@ def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
     except OSError:
-        return float("inf")  # unreadable: reading it says why, whichever side it is
+        return math.nan  # unknown: a pair with an unknown time is not told apart, so both are read
 
 
 def _once_per_file(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:

@@ -133,10 +133,11 @@ def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | No
     parts = VectorParts((*old, new), dim)
     n = len(parts)
     plan, note = _resolve(requested, n, dim)
+    gone_count = len(committed.deleted) + len(removed) if committed is not None else 0
+    stale = (committed is not None and current is not None
+             and ann.stale_after_removal(current, committed.base.ntotal, gone_count))
     in_place = (committed is not None and current is not None and _same_type(current, plan, requested)
-                and not ann.needs_retrain(current, n, requested)
-                and not ann.stale_after_removal(current, committed.base.ntotal,
-                                                len(committed.deleted) + len(removed))
+                and not ann.needs_retrain(current, n, requested) and not stale
                 and (ann.supports_remove(current) or not (len(committed.deleted) or len(removed))))
     if in_place:
         assert committed is not None and current is not None
@@ -149,11 +150,10 @@ def _merge(committed: SegmentedVectors | None, current: ann.VectorIndexPlan | No
     else:
         if current is not None and (current.kind, current.storage) != (plan.kind, plan.storage):
             note = f"vector index: {current.factory} -> {plan.factory} at {n} passages"
-        elif current is not None and committed is not None and ann.stale_after_removal(
-                current, committed.base.ntotal, len(committed.deleted) + len(removed)):
+        elif stale:
+            assert current is not None and committed is not None
             note = (f"vector index: retrained at {n} passages, {current.factory} -> {plan.factory} "
-                    f"({len(committed.deleted) + len(removed)} of its {committed.base.ntotal} "
-                    "vectors removed)")
+                    f"({gone_count} of its {committed.base.ntotal} vectors removed)")
         elif current is not None and current.trained_on:
             note = (f"vector index: retrained at {n} passages, {current.factory} -> "
                     f"{plan.factory} (it was trained on {current.trained_on})")

@@ -4,6 +4,7 @@ code and data, are left out of a build with a warning that names them; everythin
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -69,8 +70,15 @@ def test_a_source_beside_the_document_made_from_it_is_told_by_name(labels, left_
 
 
 def test_a_source_edited_after_its_document_was_made_is_kept():
-    mtimes = {"paper.tex": 200.0, "paper.pdf": 100.0, "old.tex": 50.0, "old.pdf": 100.0}
+    mtimes = {"paper.tex": 200.0, "paper.pdf": 100.0, "old.tex": 50.0, "old.pdf": 100.0,
+              "gone.tex": 50.0, "gone.pdf": math.nan}  # a document whose time is unknown: both kept
     assert sources_beside_documents(mtimes, mtimes.__getitem__) == {"old.tex": "old.pdf"}
+
+
+def test_a_file_gone_while_the_folder_is_listed_has_an_unknown_time(tmp_path):
+    from indexer.sources.readers import _mtime
+
+    assert math.isnan(_mtime(tmp_path / "deleted meanwhile.pdf"))
 
 
 @pytest.mark.parametrize("name, text, left_out", [
