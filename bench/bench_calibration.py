@@ -8,7 +8,8 @@ hit with a given ranking score is relevant, and fits one curve per ranking:
 
 1. **Hits.** Each judged query of each dev set (`data.dev_sets`: SciFact train queries held out,
    "scifact-dev"; Wikipedia lead questions, "wiki-lead"; Wikinews headlines,
-   "wikinews-headline"; never SciFact test) is searched through `Searcher.search_detailed` at
+   "wikinews-headline"; the questions of Debian's FAQs against their answers, "docs-faq"; never
+   SciFact test) is searched through `Searcher.search_detailed` at
    k=10, with the default model, in every setting of `rankings()`: dense; BM25; hybrid by each
    fusion method at its default weight (`SearchConfig().fusion_for(method)`); the default
    method at weights 0.1 to 0.9 (a weight set by hand uses the nearest fitted curve); and the
@@ -17,14 +18,14 @@ hit with a given ranking score is relevant, and fits one curve per ranking:
    its `score` (what ranks it), whether the qrels grade its document above 0, and the cosine the
    app labelled it by (`ui.search_page.passage_cosines`: the dense retriever's score in dense
    mode, else the passage encoded again as the indexer encoded it).
-2. **Curves.** Per setting, an isotonic regression P(relevant | score), pooled over the three sets
+2. **Curves.** Per setting, an isotonic regression P(relevant | score), pooled over the sets
    with equal weight per set (each hit weighs 1 / hits of its set), exported as at most 40 knots
    that `numpy.interp` reads (`export_knots`); written to search/calibration.json, which
    `search.relevance` loads.
 3. **Calibration error.** Expected calibration error (10 equal-width bins) per setting and set:
    before, the cosine clipped to [0, 1] read as a probability, and the label buckets (strong,
    fair, weak) read as each bucket's precision on the same hits (in-sample, the most favourable
-   reading of the old labels); after, leave one set out (fitted on the other two, measured on
+   reading of the old labels); after, leave one set out (fitted on the other sets, measured on
    the third: the honest figure) and in-sample (the shipped curve). And label inversions: pairs
    of hits in one result list where the lower-ranked hit carries the higher label or probability.
 
@@ -51,7 +52,7 @@ import numpy as np
 
 from bench.bench_relevance import dev_index
 from bench.record import markdown_table, record
-from data.dev_sets import DEV_SETS, DevSet, build_dev_sets, load_dev_sets
+from data.dev_sets import ALL_DEV_SETS, DevSet, build_dev_sets, load_dev_sets
 from data.paths import PROJECT_ROOT, shared_data_dir
 from search.config import SearchConfig
 from search.fusion import FUSIONS, LOWEST_POSSIBLE
@@ -65,7 +66,7 @@ MAX_KNOTS = 40
 # The exponents tried for a single retriever's curve (`search.relevance.Curve`): 0 reads the raw score,
 # 1 its share of the list's top score (from the lowest score the retriever can give), 0.5 between.
 # Few on purpose: the one with the lowest leave-one-set-out error is kept, and a finer grid would
-# tune that honest figure to these three sets.
+# tune that honest figure to these sets.
 RELATIVE_GRID = (0.0, 0.5, 1.0)
 # Measured but never kept: at 1 every query's top hit has the same feature, hence the same relevance,
 # so an off-topic query's best hit would read as likely relevant as an answer's, and the app's "none
@@ -551,7 +552,7 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
                 f"{shipped[1][0]:.3f} at score ≤ {lo:.4g} up to {shipped[1][-1]:.3f} at score ≥ {hi:.4g}.")
             for n in names:
                 reliabilities.append(f"**{n}** (`{key}`; before: the cosine clipped to [0, 1]; after: fitted "
-                                     f"on the other two sets):\n\n{reliability_table(hits[n], loso[n])}")
+                                     f"on the other sets):\n\n{reliability_table(hits[n], loso[n])}")
     table = markdown_table(
         ["setting", "dev set", "queries", "hits", "base rate", "ECE before: cosine",
          "ECE before: label buckets, in-sample", "ECE before: label buckets, leave one set out",
@@ -559,7 +560,7 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
          "inversions before: cosine", "inversions after"], rows)
     config = SearchConfig()
     body = (
-        f"How often a hit is relevant, given the score that ranks it, on the three dev sets ({', '.join(names)}; "
+        f"How often a hit is relevant, given the score that ranks it, on the {len(names)} dev sets ({', '.join(names)}; "
         f"never SciFact test): every judged query searched through `Searcher.search_detailed` at k={K} with "
         f"{model}, in each setting below; a hit is relevant when the qrels grade its document above 0. "
         f"Reranked rows (`rerank/…`: the default hybrid, the shipped reranker over the top {CANDIDATES}) use "
@@ -571,10 +572,10 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
         f"old label, the query–passage cosine (cut at {BEFORE_FAIR} fair and {BEFORE_STRONG} strong), read "
         "as a probability two ways: the cosine clipped to [0, 1], and each label bucket (weak/fair/strong) "
         "read as its precision, either on these same hits pooled over the sets (in-sample, the most favourable "
-        "reading) or on the other two sets (leave one set out, like the after column beside it). **After**: the "
-        "calibrated probability; *leave one set out* is fitted on the other two sets and measured on the third "
-        "(the honest figure: a set the curve never saw), *in-sample* is the shipped curve (fitted on all "
-        "three) on the set. The *mean* row averages the sets' figures (and sums their inversions). Inversions: pairs of hits in one result "
+        "reading) or on the other sets (leave one set out, like the after column beside it). **After**: the "
+        "calibrated probability; *leave one set out* is fitted on the other sets and measured on the one left "
+        "out (the honest figure: a set the curve never saw), *in-sample* is the shipped curve (fitted on "
+        "all of them) on the set. The *mean* row averages the sets' figures (and sums their inversions). Inversions: pairs of hits in one result "
         "list where the lower-ranked hit has the higher label (old buckets), cosine, or calibrated "
         "probability; in brackets, the lists with at least one. "
         + ("The cosines are the app's (`ui.search_page.passage_cosines`): the dense retriever's score in dense "
@@ -604,9 +605,9 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
 
 def load_sets(dev_dir: Path, data_dir: Path) -> dict[str, DevSet]:
     try:
-        return load_dev_sets(dev_dir, data_dir)
+        return load_dev_sets(dev_dir, data_dir, ALL_DEV_SETS)
     except FileNotFoundError:
-        return build_dev_sets(dev_dir, data_dir)
+        return build_dev_sets(dev_dir, data_dir, names=ALL_DEV_SETS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -623,13 +624,13 @@ def main(argv: list[str] | None = None) -> int:
                              f"CPU), instead of reading its stored vector and checking {CHECK_PASSAGES} a set")
     parser.add_argument("--reuse", action="store_true",
                         help=f"fit from the hits cached in {CACHE_DIR} where a set has them (else search it)")
-    parser.add_argument("--sets", nargs="+", choices=DEV_SETS, default=list(DEV_SETS),
+    parser.add_argument("--sets", nargs="+", choices=ALL_DEV_SETS, default=list(ALL_DEV_SETS),
                         help="search only these (and cache them); fitting runs when all are there")
     parser.add_argument("--out", type=Path, default=CALIBRATION_JSON)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     settings = rankings(rerank=not args.no_rerank)
-    names = list(DEV_SETS)
+    names = list(ALL_DEV_SETS)
     wanted = [s.key for s in settings]
     rows: dict[str, dict] = {}
     models: dict[str, str] = {}

@@ -19,6 +19,11 @@ are. Three kinds, so a default is chosen on more than one:
   the article is indexed without it (no title), so the headline must be
   matched against the body, as in news search.
 
+A fourth kind, `docs-faq` (`data.docs_faq`: the questions of the FAQs Debian ships, each
+judged against its answer), is documentation rather than prose; it joined after the defaults
+above were chosen, and serves where a figure must hold for manuals too (`ALL_DEV_SETS`: the
+relevance calibration). It reads /usr/share/doc, not the shared data.
+
 Weaknesses, stated so nobody over-reads them: each general query has exactly
 one judged document, so a relevant other article (a second report of the same
 event, a near-namesake) counts as a miss; headlines echo the lead paragraph
@@ -43,10 +48,13 @@ from pathlib import Path
 import numpy as np
 
 from data.beir import load_beir_qrels, load_beir_queries
+from data.docs_faq import DOC_ROOT, docs_faq
 from data.paths import shared_data_dir
 from data.raw_text import Document, iter_jsonl, iter_wikiextractor, split_sentences
 
 DEV_SETS = ("scifact-dev", "wiki-lead", "wikinews-headline")
+DOCS_SET = "docs-faq"
+ALL_DEV_SETS = (*DEV_SETS, DOCS_SET)
 # The split bench/bench_rerank.py holds out of reranker training (its --dev-queries and --seed).
 SCIFACT_DEV_QUERIES = 200
 SCIFACT_DEV_SEED = 0
@@ -183,29 +191,42 @@ def write_beir(folder: Path, corpus: list[Document], queries: dict[str, str], qr
     return folder
 
 
-def build_dev_sets(out: Path, data_dir: Path | None = None, seed: int = 0) -> dict[str, DevSet]:
-    """Write the general-domain sets under `out` and return all three; the same inputs give the same files."""
+def build_dev_sets(out: Path, data_dir: Path | None = None, seed: int = 0,
+                   names: tuple[str, ...] = DEV_SETS, doc_root: Path = DOC_ROOT) -> dict[str, DevSet]:
+    """Write the sets `names` that are built (all but scifact-dev, read in place) under `out` and
+    return them; the same inputs give the same files."""
+    unknown = sorted(set(names) - set(ALL_DEV_SETS))
+    if unknown:
+        raise ValueError(f"unknown dev sets {unknown}; valid: {', '.join(ALL_DEV_SETS)}")
     data_dir = data_dir or shared_data_dir()
-    sets = {"scifact-dev": scifact_dev(data_dir / "scifact")}
+    sets = {"scifact-dev": scifact_dev(data_dir / "scifact")} if "scifact-dev" in names else {}
     makers = {
-        "wiki-lead": (wiki_lead, iter_wikiextractor(data_dir / "corpus" / "enwiki_slice.txt.gz")),
-        "wikinews-headline": (wikinews_headline, iter_jsonl(data_dir / "corpus" / "enwikinews.jsonl.gz")),
+        "wiki-lead": lambda rng: wiki_lead(iter_wikiextractor(data_dir / "corpus" / "enwiki_slice.txt.gz"), rng),
+        "wikinews-headline": lambda rng: wikinews_headline(iter_jsonl(data_dir / "corpus" / "enwikinews.jsonl.gz"),
+                                                           rng),
+        DOCS_SET: lambda rng: docs_faq(rng, doc_root),
     }
-    for offset, (name, (make, documents)) in enumerate(makers.items(), start=1):
-        corpus, queries, qrels = make(documents, np.random.default_rng(seed + offset))
+    # Each set's seed is its place in ALL_DEV_SETS, so a set is the same whichever others are built.
+    for offset, name in enumerate(ALL_DEV_SETS[1:], start=1):
+        if name not in names:
+            continue
+        corpus, queries, qrels = makers[name](np.random.default_rng(seed + offset))
         folder = write_beir(out / name, corpus, queries, qrels)
         sets[name] = DevSet(name, folder, queries, qrels)
-    return sets
+    return {name: sets[name] for name in names}
 
 
-def load_dev_sets(out: Path, data_dir: Path | None = None) -> dict[str, DevSet]:
-    """The three sets, reading the general ones from `out` (written by `build_dev_sets`)."""
+def load_dev_sets(out: Path, data_dir: Path | None = None, names: tuple[str, ...] = DEV_SETS) -> dict[str, DevSet]:
+    """The sets `names`, reading the built ones from `out` (written by `build_dev_sets`)."""
     data_dir = data_dir or shared_data_dir()
-    sets = {"scifact-dev": scifact_dev(data_dir / "scifact")}
-    for name in DEV_SETS[1:]:
+    sets = {"scifact-dev": scifact_dev(data_dir / "scifact")} if "scifact-dev" in names else {}
+    for name in names:
+        if name == "scifact-dev":
+            continue
         folder = out / name
         if not (folder / "qrels" / "dev.tsv").is_file():
-            raise FileNotFoundError(f"No dev set in {folder}. Write it with `python -m data.dev_sets --out {out}`.")
+            raise FileNotFoundError(f"No dev set in {folder}. Write it with `python -m data.dev_sets --out {out}"
+                                    + (f" --sets {name}`." if name not in DEV_SETS else "`."))
         sets[name] = DevSet(name, folder, load_beir_queries(folder), load_beir_qrels(folder, "dev"))
     return sets
 
@@ -216,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".cache/dev"), help="folder for the general-domain sets")
     parser.add_argument("--data", type=Path, default=None, help="shared data folder (default $SEMSEARCH_DATA)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sets", nargs="+", choices=ALL_DEV_SETS, default=list(ALL_DEV_SETS),
+                        help="the sets to write (all by default; docs-faq reads Debian's FAQs under /usr/share/doc)")
     args = parser.parse_args(argv)
-    for name, dev in build_dev_sets(args.out, args.data, args.seed).items():
+    for name, dev in build_dev_sets(args.out, args.data, args.seed, tuple(args.sets)).items():
         with (dev.corpus_dir / "corpus.jsonl").open(encoding="utf-8") as corpus:
             documents = sum(1 for _ in corpus)
         print(f"{name}: {len(dev.queries)} queries, {documents} documents, corpus {dev.corpus_dir}")
