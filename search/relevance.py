@@ -53,6 +53,13 @@ COLLECTION_SCALED = {"bm25": "a BM25 score grows with the collection (its IDF is
                              "and the dev collections, of 921 to 10,342 passages, fix no scale for yours"}
 
 
+# A result list is said to hold nothing likely to answer when its best hit's relevance is under
+# this. Chosen by bench/bench_no_answer.py on the dev sets, against a bound on the chance that any
+# hit shown is relevant (the sum of their relevances), which warned about fewer lists that held an
+# answer but caught far fewer that held none (BENCHMARKS.md, "The no-answer warning").
+NO_ANSWER_BELOW = 0.2
+
+
 @dataclass(frozen=True)
 class Curve:
     """A non-decreasing piecewise-linear P(relevant | feature) through its knots.

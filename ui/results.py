@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from search import Hit, SearchResult
 from search.params import SCORE_NAMES
+from search.relevance import NO_ANSWER_BELOW
 from ui.highlight import escape_name
 
 MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid": "hybrid (both)"}
@@ -69,7 +70,7 @@ class Relevance:
         """What the label means, for its help text."""
         if self.calibrated:
             return (f"Probability {self.value:.0%} that this passage is relevant: of the hits that scored "
-                    "as this one on three dev collections, that share were relevant (BENCHMARKS.md, "
+                    "as this one on four dev collections, that share were relevant (BENCHMARKS.md, "
                     "\"Relevance calibration\"). It follows the ranking, so a lower hit never reads higher.")
         return (f"Cosine similarity {self.value:.2f} between the query and this passage. Strong, fair and weak "
                 "are cut where relevant passages of the dev collections score (see BENCHMARKS.md); this "
@@ -104,13 +105,17 @@ def relevance_bar(value: float, cells: int = RELEVANCE_BAR_CELLS, calibrated: bo
 
 
 def weak_results_message(best: Relevance) -> str | None:
-    """A warning when even the best hit is a weak match: the query may have no answer here."""
+    """A warning when even the best hit shown is unlikely to be relevant: the query may have no
+    answer here. Calibrated: under `search.relevance.NO_ANSWER_BELOW` (bench/bench_no_answer.py);
+    a cosine: a weak match."""
+    if best.calibrated:
+        if best.value >= NO_ANSWER_BELOW:
+            return None
+        return (f"None of these passages is likely to answer the query: the best is relevant with "
+                f"probability {best.value:.0%}, under {NO_ANSWER_BELOW:.0%}. The index may hold nothing "
+                "about this; try other words.")
     if best.label != "weak match":
         return None
-    if best.calibrated:
-        return (f"None of these passages is likely to answer the query: the best is relevant with "
-                f"probability {best.value:.0%}, under {FAIR_PROBABILITY:.0%}. The index may hold nothing "
-                "about this; try other words.")
     return (
         f"None of these passages matches the query well: the best has cosine similarity "
         f"{best.cosine:.2f}, below {FAIR_COSINE:.2f}, where at least nine relevant passages in ten score "

@@ -306,7 +306,8 @@ def show_results(searcher: Searcher, query: str, result, stats) -> None:
     st.caption(result_caption(result))
     calibrated = bool(result.hits) and all(hit.relevance is not None for hit in result.hits)
     matches = hit_relevance(result.hits, None if calibrated else passage_cosines(result))
-    if matches and matches[0] is not None:
+    if matches and matches[0] is not None and not st.session_state.get(PAGE, 0):
+        # The first page only: a later one shows the hits below the best by design.
         weak = weak_results_message(max((m for m in matches if m is not None), key=lambda m: m.value))
         if weak:
             st.warning(weak)

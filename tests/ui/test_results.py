@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from search import Hit, SearchResult, StageTimings
+from search.relevance import NO_ANSWER_BELOW
 from ui.results import (
     FAIR_COSINE,
     STRONG_COSINE,
@@ -52,6 +53,14 @@ def test_weak_results_message_only_when_the_best_hit_is_weak() -> None:
     message = weak_results_message(relevance(0.12))
     assert message.startswith("None of these passages matches the query well: the best has cosine "
                               "similarity 0.12")
+
+
+def test_weak_results_message_by_calibrated_relevance_reads_the_no_answer_cut() -> None:
+    assert weak_results_message(calibrated_relevance(NO_ANSWER_BELOW)) is None
+    message = weak_results_message(calibrated_relevance(0.12))
+    assert message is not None and message.startswith(
+        f"None of these passages is likely to answer the query: the best is relevant with probability 12%, "
+        f"under {NO_ANSWER_BELOW:.0%}.")
 
 
 def test_details_line_names_every_raw_score() -> None:
