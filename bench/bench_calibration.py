@@ -50,10 +50,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
-from bench.bench_relevance import dev_index
+from bench.bench_relevance import add_dev_arguments, dev_index, open_dev_sets
 from bench.record import markdown_table, record
-from data.dev_sets import ALL_DEV_SETS, DevSet, build_dev_sets, load_dev_sets
-from data.paths import PROJECT_ROOT, shared_data_dir
+from data.dev_sets import ALL_DEV_SETS, DevSet
+from data.paths import PROJECT_ROOT
 from search.config import SearchConfig
 from search.fusion import FUSIONS, LOWEST_POSSIBLE
 from search.metrics import judged_queries
@@ -603,19 +603,9 @@ def report(data: dict[str, dict[str, dict[str, np.ndarray]]], settings: list[Ran
     return body, curves
 
 
-def load_sets(dev_dir: Path, data_dir: Path) -> dict[str, DevSet]:
-    try:
-        return load_dev_sets(dev_dir, data_dir, ALL_DEV_SETS)
-    except FileNotFoundError:
-        return build_dev_sets(dev_dir, data_dir, names=ALL_DEV_SETS)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=shared_data_dir())
-    parser.add_argument("--dev-dir", type=Path, default=PROJECT_ROOT / ".cache" / "dev")
-    parser.add_argument("--scifact-index", type=Path, default=PROJECT_ROOT / "indexes" / "scifact",
-                        help="an index of the SciFact corpus (built by bench_scifact.py; opened read-only)")
+    add_dev_arguments(parser)
     parser.add_argument("--rerank-queries", type=int, default=RERANK_QUERIES,
                         help="queries per set searched with the reranker (0: all)")
     parser.add_argument("--no-rerank", action="store_true", help="leave the reranked setting out")
@@ -647,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
         from search import Searcher, resolve_reranker
 
         started = time.perf_counter()
-        dev = load_sets(args.dev_dir, args.data)[name]
+        dev = open_dev_sets(args.dev_dir, args.data)[name]
         reranker = resolve_reranker(rerank=True).load() if not args.no_rerank else None
         with Searcher(dev_index(dev, args.dev_dir, args.scifact_index), reranker=reranker) as searcher:
             models[name] = searcher.stats().model_label

@@ -42,16 +42,15 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
-from bench.bench_relevance import dev_index
+from bench.bench_relevance import add_dev_arguments, dev_index, open_dev_sets
 from bench.record import markdown_table, record
-from data.dev_sets import ALL_DEV_SETS, DevSet, build_dev_sets, load_dev_sets
-from data.paths import PROJECT_ROOT, shared_data_dir
+from data.dev_sets import ALL_DEV_SETS, DevSet
+from data.paths import PROJECT_ROOT
 from search.metrics import judged_queries
 from search.params import SCREEN_K
 from search.relevance import NO_ANSWER_BELOW
@@ -201,18 +200,12 @@ def report(data: dict[str, dict[str, list[dict]]], names: list[str]) -> tuple[st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=shared_data_dir())
-    parser.add_argument("--dev-dir", type=Path, default=PROJECT_ROOT / ".cache" / "dev")
-    parser.add_argument("--scifact-index", type=Path, default=PROJECT_ROOT / "indexes" / "scifact",
-                        help="an index of the SciFact corpus (built by bench_scifact.py; opened read-only)")
+    add_dev_arguments(parser)
     parser.add_argument("--reuse", action="store_true", help=f"read the lists cached in {CACHE_DIR}")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     names = list(ALL_DEV_SETS)
-    try:
-        sets = load_dev_sets(args.dev_dir, args.data, ALL_DEV_SETS)
-    except FileNotFoundError:
-        sets = build_dev_sets(args.dev_dir, args.data, names=ALL_DEV_SETS)
+    sets = open_dev_sets(args.dev_dir, args.data)
     data: dict[str, dict[str, list[dict]]] = {}
     searched_s = 0.0
     for name in names:

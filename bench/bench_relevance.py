@@ -3,7 +3,8 @@
 One run, three parts:
 
 1. **Sweep on the dev sets** (`data.dev_sets`: SciFact train queries held out,
-   Wikipedia lead-sentence questions, Wikinews headlines). Each query's dense
+   Wikipedia lead-sentence questions, Wikinews headlines, the questions of Debian's FAQs
+   against their answers). Each query's dense
    and BM25 passage lists are fetched once, deep, through the searcher's own
    retrievers; every (fusion method, weight, second-passage weight) is then
    ranked from them by the searcher's own functions (`Fusion.fuse`,
@@ -18,7 +19,7 @@ One run, three parts:
    once per count in TITLE_CHOICES, and the count whose chosen setting has
    the largest worst gain wins; it is compared with the shipped constant.
 3. **One table** through `search.eval.evaluate_searcher`, as the eval CLI and the
-   app run it, for SciFact test, SciFact dev and each general dev set: BM25,
+   app run it, for SciFact test, SciFact dev and each other dev set: BM25,
    dense, RRF, the convex combination at its dev-chosen weight, the shipped
    default (`SearchConfig()`), and the default plus the shipped reranker.
 
@@ -41,7 +42,7 @@ import numpy as np
 
 from bench.record import markdown_table, record
 from data.beir import load_beir_qrels, load_beir_queries
-from data.dev_sets import DEV_SETS, DevSet, build_dev_sets, load_dev_sets
+from data.dev_sets import ALL_DEV_SETS, DevSet, build_dev_sets, load_dev_sets
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index
 from indexer.encoding import FP32
@@ -275,6 +276,22 @@ def relisted(searcher: Searcher, lists: dict[str, QueryLists], queries: dict[str
     return out
 
 
+def add_dev_arguments(parser: argparse.ArgumentParser) -> None:
+    """--data, --dev-dir and --scifact-index: where the dev benches find the sets and their indexes."""
+    parser.add_argument("--data", type=Path, default=shared_data_dir())
+    parser.add_argument("--dev-dir", type=Path, default=PROJECT_ROOT / ".cache" / "dev")
+    parser.add_argument("--scifact-index", type=Path, default=PROJECT_ROOT / "indexes" / "scifact",
+                        help="an index of the SciFact corpus (built by bench_scifact.py; opened read-only)")
+
+
+def open_dev_sets(dev_dir: Path, data_dir: Path, names: tuple[str, ...] = ALL_DEV_SETS) -> dict[str, DevSet]:
+    """The dev sets `names`, read from `dev_dir`, or written there first where one is missing."""
+    try:
+        return load_dev_sets(dev_dir, data_dir, names)
+    except FileNotFoundError:
+        return build_dev_sets(dev_dir, data_dir, names=names)
+
+
 def dev_index(dev: DevSet, dev_dir: Path, scifact_index: Path) -> Path:
     """The dev set's index, built in fp32 if missing: the benchmarks' reference, the same on every
     CPU (bench_encode measures what other encodings change)."""
@@ -293,20 +310,14 @@ def fmt(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=shared_data_dir())
-    parser.add_argument("--dev-dir", type=Path, default=PROJECT_ROOT / ".cache" / "dev")
-    parser.add_argument("--scifact-index", type=Path, default=PROJECT_ROOT / "indexes" / "scifact",
-                        help="an index of the SciFact corpus (built by bench_scifact.py; opened read-only)")
+    add_dev_arguments(parser)
     parser.add_argument("--sweep-only", action="store_true", help="parts 1 and 2 only")
-    parser.add_argument("--sets", nargs="+", choices=DEV_SETS, default=list(DEV_SETS),
+    parser.add_argument("--sets", nargs="+", choices=ALL_DEV_SETS, default=list(ALL_DEV_SETS),
                         help="dev sets to sweep (all by default; fewer only to explore)")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    try:
-        dev_sets = load_dev_sets(args.dev_dir, args.data)
-    except FileNotFoundError:
-        dev_sets = build_dev_sets(args.dev_dir, args.data)
+    dev_sets = open_dev_sets(args.dev_dir, args.data)
     dev_sets = {name: dev for name, dev in dev_sets.items() if name in args.sets}
     searchers = {name: Searcher(dev_index(dev, args.dev_dir, args.scifact_index)) for name, dev in dev_sets.items()}
 
