@@ -15,6 +15,9 @@ page's body text, as title extractors read a paper; else the file name is the ti
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from collections import Counter
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -35,6 +38,8 @@ _NOT_TITLES = ("untitled", "microsoft word - ", "powerpoint presentation")
 _TITLE_SIZE_RATIO = 1.15
 _TITLE_GAP = 3
 _TITLE_MAX_CHARS = 150
+_RARE_SCRIPT_SHARE = 0.02
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 def _open(path: Path) -> pdfium.PdfDocument:
@@ -110,7 +115,29 @@ def first_page_title(pdf: pdfium.PdfDocument) -> str:
             break
         last = i
     title = " ".join("".join(char for char, _ in chars[at[0]: last + 1]).replace("\ufffe", "").split())
-    return title if len(title) <= _TITLE_MAX_CHARS else ""
+    if len(title) > _TITLE_MAX_CHARS or _misread(title, chars):
+        return ""
+    return title
+
+
+def _script(char: str) -> str:
+    """A letter's script, as the first word of its Unicode name (LATIN, GREEK, CJK, HIRAGANA...)."""
+    return unicodedata.name(char, "?").split(" ", 1)[0]
+
+
+def _misread(title: str, chars: list[tuple[str, float]]) -> bool:
+    """Whether a run of letters in `title` joins two scripts, one of them rare on the page (under
+    `_RARE_SCRIPT_SHARE` of its letters): a glyph decoded as the wrong character, as a ligature
+    read as a CJK ideograph ("吀e" for "The" in TeX Live's luatex-hyphen.pdf). Runs of one script
+    ("ε-TEX" and "LATEX 2ε" are runs of one each), or of two that are both common on the page
+    (Japanese beside Latin), are kept."""
+    scripts = Counter(_script(char) for char, _ in chars if char.isalpha())
+    total = sum(scripts.values())
+    for run in _LETTERS.findall(title):
+        used = {_script(char) for char in run}
+        if len(used) > 1 and any(scripts[s] < _RARE_SCRIPT_SHARE * total for s in used):
+            return True
+    return False
 
 
 def _title(pdf: pdfium.PdfDocument) -> str:

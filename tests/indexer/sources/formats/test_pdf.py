@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from indexer.sources.formats import UnreadableDocument
@@ -97,3 +99,35 @@ def test_a_pdf_without_a_title_field_is_titled_by_its_first_pages_largest_text(t
     assert read_pdf(_paper(tmp_path / "b.pdf", 20, title="Erosion")).title == "Erosion"
     assert read_pdf(_paper(tmp_path / "c.pdf", 12)).title == ""
     assert read_pdf(write_pdf(tmp_path / "d.pdf", PAGE_TEXTS)).title == ""
+
+
+def test_a_title_that_joins_a_rare_script_to_a_word_is_misread() -> None:
+    from indexer.sources.formats.pdf import _misread
+
+    body = [(c, 10.0) for c in "The hyphen file for LuaTeX " * 20]
+    # "The" whose "Th" ligature decoded as a CJK ideograph: two scripts in one run, CJK rare.
+    assert _misread("吀e hyphen", [("吀", 17.0), ("e", 17.0), *body])
+    # One script per run of letters, however rare: kept (TeX's own titles).
+    assert not _misread("The ε-TEX manual", [("ε", 17.0), *body])
+    assert not _misread("LATEX 2ε", [("ε", 17.0), *body])
+    # Two scripts that are both common on the page (Japanese beside Latin): kept.
+    japanese = [(c, 10.0) for c in "これはPythonの説明です" * 20]
+    assert not _misread("Pythonの本", japanese)
+
+
+LUATEX_HYPHEN = Path("/usr/share/doc/texlive-doc/luatex/hyph-utf8/luatex-hyphen.pdf")
+
+
+@pytest.mark.skipif(not LUATEX_HYPHEN.is_file(), reason="TeX Live's luatex-hyphen manual is not installed")
+def test_a_misread_first_page_gives_no_title() -> None:
+    import pypdfium2 as pdfium
+
+    from indexer.sources.formats.pdf import first_page_title
+
+    # Its heading is set with a "Th" ligature that pdfium reads as 吀: read as if it had no Title
+    # field (bench_pdf_titles), its first page gave "吀e"; now none, so the file name would serve.
+    pdf = pdfium.PdfDocument(LUATEX_HYPHEN)
+    try:
+        assert first_page_title(pdf) == ""
+    finally:
+        pdf.close()
