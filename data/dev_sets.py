@@ -20,9 +20,10 @@ are. Three kinds, so a default is chosen on more than one:
   matched against the body, as in news search.
 
 A fourth kind, `docs-faq` (`data.docs_faq`: the questions of the FAQs Debian ships, each
-judged against its answer), is documentation rather than prose; it joined after the defaults
-above were chosen, and serves where a figure must hold for manuals too (`ALL_DEV_SETS`: the
-relevance calibration). It reads /usr/share/doc, not the shared data.
+judged against its answer), is documentation rather than prose. It reads /usr/share/doc, not the
+shared data, and joined later: the benches that must hold for manuals too take all four
+(`ALL_DEV_SETS`: the search defaults of bench_relevance.py, the relevance calibration, the
+no-answer warning), the others still the three (`DEV_SETS`).
 
 Weaknesses, stated so nobody over-reads them: each general query has exactly
 one judged document, so a relevant other article (a second report of the same

@@ -44,8 +44,9 @@ class SearchConfig:
 
     The defaults (hybrid; theoretical min-max at a dense share of 0.8; a
     document scored by its best passage alone, a second-passage share of 0; a
-    fusion depth of 100) were chosen together on four dev sets of different kinds, as the setting whose worst gain over the
-    best single retriever is largest: "Relevance: fusion and document scoring
+    fusion depth of 100) were chosen together on four dev sets of different
+    kinds, as the setting whose worst gain over the best single retriever is
+    largest: "Relevance: fusion and document scoring
     chosen on dev sets" in BENCHMARKS.md, from bench/bench_relevance.py.
     """
 
