@@ -11,8 +11,8 @@ the warning is right:
    answer there), searched through `Searcher.search_detailed` at k=10 in the default hybrid, dense,
    and the default hybrid reranked. Each list keeps its hits' relevance and whether each hit is
    judged relevant; the first `SCREEN_K` hits are the app's first page.
-2. **Rules.** *best < t*: the best hit's relevance is under t (the rule the app had, t = 0.2, its
-   "weak match" cut). *sum < t*: the hits' relevances sum to under t. The sum is the expected
+2. **Rules.** *best < t*: the best hit's relevance is under t (the app's rule, t =
+   `search.relevance.NO_ANSWER_BELOW`, 0.2, its "weak match" cut). *sum < t*: the hits' relevances sum to under t. The sum is the expected
    number of relevant hits in the list, and, by the union bound, at least the chance that any of
    them is relevant, so under calibration "sum < t" means "the chance that any of these is
    relevant is at most t", whatever the hits' dependence.
@@ -24,7 +24,8 @@ the warning is right:
    at the app's page size, averaged over the three rankings: one rule for every ranking.
 
 Weaknesses: an off-topic query may be answered by another set's document after all (a headline
-about a scientist against Wikipedia), which counts as a false alarm; the relevance curves were
+about a scientist against Wikipedia), and is still judged answerless, so a warning rightly left
+out counts against "caught"; the relevance curves were
 fitted on these same answerable lists (bench_calibration.py), so the answerable side is
 in-sample; each answerable query has one judged answer, so a second relevant passage counts as
 answerless.
