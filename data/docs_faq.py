@@ -26,7 +26,6 @@ than a user's question would; the set is small (a few hundred questions).
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from data.raw_text import Document
+from data.raw_text import Document, open_text
 
 DOC_ROOT = Path("/usr/share/doc")
 MAX_QUESTION_LINES = 3
@@ -82,13 +81,6 @@ class Entry:
 
     question: str
     answer: str
-
-
-def _read(path: Path) -> str:
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        data = gzip.decompress(data)
-    return data.decode("utf-8", errors="replace")
 
 
 def _paragraphs(text: str) -> Iterator[list[str]]:
@@ -182,6 +174,11 @@ def html_entries(html: bytes) -> list[Entry]:
     return [Entry(q, a) for q, a in found.items()]
 
 
+def _text_of(path: Path) -> str:
+    with open_text(path) as text:
+        return text.read()
+
+
 def missing_sources(root: Path = DOC_ROOT) -> list[FaqSource]:
     """The FAQs not on this machine."""
     return [s for s in SOURCES if not (root / s.path).is_file()]
@@ -205,7 +202,7 @@ def docs_faq(rng: np.random.Generator, root: Path = DOC_ROOT, per_faq: int = MAX
     qrels: dict[str, dict[str, int]] = {}
     for source in SOURCES:
         path = root / source.path
-        entries = html_entries(path.read_bytes()) if ".html" in path.suffixes else text_entries(_read(path))
+        entries = html_entries(path.read_bytes()) if ".html" in path.suffixes else text_entries(_text_of(path))
         stem = re.sub(r"[^a-z0-9]+", "-", source.path.lower()).strip("-")
         asked = set(range(len(entries))) if len(entries) <= per_faq else \
             {int(i) for i in rng.choice(len(entries), size=per_faq, replace=False)}
