@@ -13,16 +13,16 @@ several square matrix products on all threads, in fp32, bf16 (`torch.mm` on bflo
 (`torch._int_mm`); each variant's achieved GFLOP/s is set against the peak of its precision.
 
 Quality. A variant that reaches `--quality-above` (default 1.1x the peer) is then measured on
-the dev sets (`data/dev_sets.py`: SciFact train queries held out, Wikipedia lead questions,
-Wikinews headlines; never a test split), and with `--scifact-test` on SciFact's test queries:
-each set's index (`bench_relevance.dev_index`) is copied, its vectors re-embedded by the variant
-(`repair_index(model=...)`), and the dev queries searched through a `Searcher` that encodes them
-with the same variant, in dense and hybrid mode. nDCG@10 is set against the index's own (fp32).
+the dev sets (`data.dev_sets.ALL_DEV_SETS`: SciFact train queries held out, Wikipedia lead
+questions, Wikinews headlines, the questions of Debian's FAQs; never a test split), and with
+`--scifact-test` on SciFact's test queries: each set's index (`bench_relevance.dev_index`) is
+copied, its vectors re-embedded by the variant (`repair_index(model=...)`), and the dev queries
+searched through a `Searcher` that encodes them with the same variant, in dense and hybrid mode. nDCG@10 is set against the index's own (fp32).
 The issue's rule for a default: the fastest variant that loses at most 0.005 nDCG@10 on every
 dev set in both modes.
 
 Usage: python bench/bench_encode.py [--sample 480] [--rounds 2] [--variants ...] [--no-quality]
-       [--scifact-test] [--no-record]
+       [--sets ...] [--scifact-test] [--no-record]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bench.bench_relevance import dev_index  # noqa: E402
+from bench.bench_relevance import add_dev_arguments, dev_index, open_dev_sets  # noqa: E402
 from bench.encode_variants import (  # noqa: E402
     VARIANTS,
     as_bi_encoder,
@@ -51,7 +51,7 @@ from bench.encode_variants import (  # noqa: E402
     matrix_units,
 )
 from bench.record import markdown_table, record  # noqa: E402
-from data.dev_sets import DEV_SETS, DevSet, load_dev_sets  # noqa: E402
+from data.dev_sets import ALL_DEV_SETS, DevSet  # noqa: E402
 from data.paths import PROJECT_ROOT  # noqa: E402
 from indexer.build.repair import repair_index  # noqa: E402
 from indexer.encoding import FP32  # noqa: E402
@@ -176,7 +176,8 @@ def built(index_dir: Path, corpus_dir: Path) -> Path:
 
 
 def quality_sets(args: argparse.Namespace, model) -> dict[str, tuple[Path, dict[str, str], dict]]:
-    devs: dict[str, DevSet] = load_dev_sets(args.dev_dir)
+    names = tuple(dict.fromkeys([*args.sets, *(["scifact-dev"] if args.scifact_test else [])]))
+    devs: dict[str, DevSet] = open_dev_sets(args.dev_dir, args.data, names)
     sets = {name: (built(dev_index(devs[name], args.dev_dir, args.scifact_index), devs[name].corpus_dir),
                    devs[name].queries, devs[name].qrels) for name in args.sets}
     if args.scifact_test:
@@ -197,9 +198,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure the quality of variants at least this many times as fast as the peer")
     parser.add_argument("--no-quality", action="store_true")
     parser.add_argument("--scifact-test", action="store_true", help="SciFact's test queries too")
-    parser.add_argument("--sets", nargs="+", default=list(DEV_SETS), choices=DEV_SETS)
-    parser.add_argument("--dev-dir", type=Path, default=PROJECT_ROOT / ".cache" / "dev")
-    parser.add_argument("--scifact-index", type=Path, default=PROJECT_ROOT / "indexes" / "scifact")
+    parser.add_argument("--sets", nargs="+", default=list(ALL_DEV_SETS), choices=ALL_DEV_SETS)
+    add_dev_arguments(parser)
     parser.add_argument("--work", type=Path, default=PROJECT_ROOT / ".cache" / "encode")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)

@@ -40,10 +40,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np
 
 from bench.record import markdown_table, record
 from data.beir import iter_beir_corpus, load_beir_qrels, load_beir_queries
+from data.dev_sets import split_train_queries
 from data.paths import PROJECT_ROOT, shared_data_dir
 from indexer import IndexConfig, build_index, passage_text
 from search import Searcher
@@ -102,14 +102,6 @@ def score_all(run: Run, reranker: CrossEncoderReranker, queries: dict[str, str],
         started = time.perf_counter()
         run.scores[qid] = reranker.scores(queries[qid], hits[:candidates])
         run.rerank.append(time.perf_counter() - started)
-
-
-def split_train_queries(qrels: dict[str, dict[str, int]], dev_queries: int, seed: int) -> tuple[list[str], list[str]]:
-    qids = sorted(qrels)
-    order = np.random.default_rng(seed).permutation(len(qids))
-    dev = sorted(qids[int(i)] for i in order[:dev_queries])
-    train = sorted(qids[int(i)] for i in order[dev_queries:])
-    return train, dev
 
 
 def write_train_pairs(beir_dir: Path, qrels: dict[str, dict[str, int]], train_qids: list[str], path: Path) -> int:

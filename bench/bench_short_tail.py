@@ -5,8 +5,8 @@ a few tokens long whose embedding the title prefix dominates. By default the ind
 a tail of under a quarter of a passage with the text before it (`indexer.sources.chunking`,
 `IndexConfig.merge_short_tails`); `--keep-short-tails` cuts it as before. This script builds
 each dev set both ways and measures both, in every retrieval mode, on the dev queries only
-(`data/dev_sets.py`: SciFact train queries held out, Wikipedia lead questions, Wikinews
-headlines); never on a test split.
+(`data.dev_sets.ALL_DEV_SETS`: SciFact train queries held out, Wikipedia lead questions, Wikinews
+headlines, the questions of Debian's FAQs); never on a test split.
 
 The default build (tails merged) is the index the other dev benchmarks read
 (`bench_relevance.dev_index`: indexes/scifact and .cache/dev/index-*), so it is built once for
@@ -14,7 +14,7 @@ all of them; the peer (tails kept) goes to .cache/short-tail/. Both are reused w
 Reported per set and mode: nDCG@10 and recall@100 both ways, the change, and a paired bootstrap
 95% interval of the change in nDCG@10 over the queries.
 
-Usage: python bench/bench_short_tail.py [--dev-dir .cache/dev] [--no-record]
+Usage: python bench/bench_short_tail.py [--dev-dir .cache/dev] [--sets ...] [--no-record]
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from bench.bench_relevance import dev_index  # noqa: E402
+from bench.bench_relevance import add_dev_arguments, dev_index, open_dev_sets  # noqa: E402
 from bench.record import markdown_table, record  # noqa: E402
-from data.dev_sets import DEV_SETS, DevSet, load_dev_sets  # noqa: E402
+from bench.stats import BOOTSTRAP, paired_interval  # noqa: E402
+from data.dev_sets import ALL_DEV_SETS, DevSet  # noqa: E402
 from data.paths import PROJECT_ROOT  # noqa: E402
 from indexer import IndexConfig, build_index  # noqa: E402
 from search import Searcher, SearchParams  # noqa: E402
@@ -38,7 +39,6 @@ from search.eval import EVAL_DEPTH, run_queries  # noqa: E402
 from search.metrics import ndcg_at_k, recall_at_k  # noqa: E402
 
 MODES = ("dense", "bm25", "hybrid")
-BOOTSTRAP = 2000
 
 
 def merged_index(dev: DevSet, dev_dir: Path, scifact_index: Path) -> Path:
@@ -66,13 +66,6 @@ def per_query(searcher: Searcher, dev: DevSet, mode: str) -> tuple[np.ndarray, n
     return ndcg, recall
 
 
-def interval(diff: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """A paired bootstrap 95% interval of the mean of `diff` (per-query changes)."""
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(BOOTSTRAP, len(diff)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
 def passages_of(index_dir: Path) -> int:
     with Searcher(index_dir) as searcher:
         return searcher.stats().passages
@@ -80,13 +73,12 @@ def passages_of(index_dir: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dev-dir", type=Path, default=PROJECT_ROOT / ".cache" / "dev")
-    parser.add_argument("--scifact-index", type=Path, default=PROJECT_ROOT / "indexes" / "scifact")
+    add_dev_arguments(parser)
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / ".cache" / "short-tail")
-    parser.add_argument("--sets", nargs="+", default=list(DEV_SETS), choices=DEV_SETS)
+    parser.add_argument("--sets", nargs="+", default=list(ALL_DEV_SETS), choices=ALL_DEV_SETS)
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
-    sets = load_dev_sets(args.dev_dir)
+    sets = open_dev_sets(args.dev_dir, args.data, tuple(args.sets))
     rows: list[list[object]] = []
     changes: list[float] = []
     notes: list[str] = []
@@ -98,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         with Searcher(kept_dir) as kept, Searcher(merged_dir) as merged:
             for mode in MODES:
                 (k_ndcg, k_rec), (m_ndcg, m_rec) = per_query(kept, dev, mode), per_query(merged, dev, mode)
-                low, high = interval(m_ndcg - k_ndcg)
+                low, high = paired_interval(m_ndcg - k_ndcg)
                 changes.append(float((m_ndcg - k_ndcg).mean()))
                 rows.append([name, mode, f"{k_ndcg.mean():.4f}", f"{m_ndcg.mean():.4f}",
                              f"{(m_ndcg - k_ndcg).mean():+.4f}", f"[{low:+.4f}, {high:+.4f}]",

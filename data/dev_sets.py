@@ -21,9 +21,10 @@ are. Three kinds, so a default is chosen on more than one:
 
 A fourth kind, `docs-faq` (`data.docs_faq`: the questions of the FAQs Debian ships, each
 judged against its answer), is documentation rather than prose. It reads /usr/share/doc, not the
-shared data, and joined later: the benches that must hold for manuals too take all four
+shared data, and joined later: the benches that choose a default take all four
 (`ALL_DEV_SETS`: the search defaults of bench_relevance.py, the relevance calibration, the
-no-answer warning), the others still the three (`DEV_SETS`).
+no-answer warning, BM25's stop words, short tails, the encoding variants' quality), the others
+(the cosine labels, the reranker levers, query latency) still the three (`DEV_SETS`).
 
 Weaknesses, stated so nobody over-reads them: each general query has exactly
 one judged document, so a relevant other article (a second report of the same
@@ -79,7 +80,7 @@ class DevSet:
 
 
 def split_train_queries(qrels: dict[str, dict[str, int]], dev_queries: int, seed: int) -> tuple[list[str], list[str]]:
-    """(train, dev) query ids: `dev_queries` drawn by `seed`, both sorted; bench_rerank's split."""
+    """(train, dev) query ids: `dev_queries` drawn by `seed`, both sorted (the split bench_rerank trains and chooses on)."""
     qids = sorted(qrels)
     order = np.random.default_rng(seed).permutation(len(qids))
     dev = sorted(qids[int(i)] for i in order[:dev_queries])

@@ -133,7 +133,7 @@ def no_hits_line(result: SearchResult, offset: int) -> str:
         return f"No hits: the ranking ends before rank {offset + 1} (a smaller --offset shows its end)."
     if result.mode == "bm25":
         return ("No hits: no document contains any of the query's words (BM25 matches words exactly, leaving out "
-                "words such as 'the' or 'of'). Try --mode hybrid or dense, or other words.")
+                "words such as 'the', 'of' or 'how'). Try --mode hybrid or dense, or other words.")
     return "No hits: none reaches the relevance --min-relevance asks for; a lower one shows the best hits."
 
 

@@ -2,7 +2,10 @@
 
 The same analysis as the BM25 index (`indexer.bm25_terms`: token pattern, stop words, Snowball
 stemmer), with offsets: the app marks these words, and the API returns them with each hit, so a
-program can highlight exactly what a BM25 search counted, whatever mode ran.
+program can highlight exactly what a BM25 search counted, whatever mode ran. The stop words are
+those a BM25 base is built with now (`indexer.store.bm25_store.STOPWORDS`); an index whose BM25
+was built before they changed also matched words that ask ("how", "what"), unmarked here, until
+its next merge or `python -m indexer repair` builds it again.
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def repair_index(
 ) -> RepairReport:
     """Rebuild damaged or missing derived files from the SQL rows, which hold every passage.
 
-    BM25 is always rebuilt when the commit writes; the vectors are re-embedded only when
+    BM25 is always rebuilt when the commit writes, as it is when it was built by older rules (the
+    title weight or stop words of a version before); the vectors are re-embedded only when
     their file is damaged, or when `reembed` asks (the model's files changed: the message
     that refuses such an index says to pass it). `model` is the loaded bi-encoder to re-embed
     with, the index's own model in another runtime or precision (bench/bench_encode.py); by
@@ -103,6 +104,8 @@ def repair_index(
                 vectors = None
             if not tx.committed_bm25_ok():
                 problems.append("a damaged or missing BM25 folder")
+            elif changes := tx.committed_bm25_changes():
+                problems.append(f"BM25 built by older rules ({'; '.join(changes)})")
             if reembed and "the model's files changed" not in problems:
                 problems.append("re-embedding asked for")
             text_check = check_texts(tx)
@@ -113,11 +116,13 @@ def repair_index(
                 tx.keep_committed()
                 return RepairReport(index.index_dir, 0, False, problems, manifest_rewritten=lost,
                                     texts_restored=text_check.restored, texts_lost=text_check.lost)
-            model = model if model is not None else load_bi_encoder(spec, encoding=info.vector_encoding)
-            meta = BuildMeta(spec, embedding_dimension(model), info.passage_tokens,
-                             info.overlap_tokens, info.embed_titles, started, encoding=info.vector_encoding)
             reembedded = 0
-            if vectors is None or reembed:
+            embed = vectors is None or reembed
+            if embed:  # loaded only to embed: BM25 alone is rebuilt from the rows
+                model = model if model is not None else load_bi_encoder(spec, encoding=info.vector_encoding)
+            meta = BuildMeta(spec, embedding_dimension(model) if embed else info.dimension, info.passage_tokens,
+                             info.overlap_tokens, info.embed_titles, started, encoding=info.vector_encoding)
+            if embed:
                 vectors = VectorStore.create(meta.dimension)
                 bar = tqdm(total=info.passages, unit="passage", desc="re-embedding",
                            disable=not show_progress, dynamic_ncols=True)

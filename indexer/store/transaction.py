@@ -24,6 +24,7 @@ from indexer.layout import IndexLayout
 from indexer.sources.documents import PassageSpan
 from indexer.store import ann, sql_store
 from indexer.store.bm25_store import (
+    STOPWORDS,
     STREAM_BLOCK,
     TITLE_REPEATS,
     BM25Store,
@@ -294,9 +295,11 @@ class WriteTransaction:
 
     def _bm25_base_current(self, layout: SegmentLayout | None, new_ids: np.ndarray,
                            removed: np.ndarray) -> bool:
-        """Whether the committed BM25 base already holds exactly the passages this merge keeps."""
+        """Whether the committed BM25 base already holds exactly the passages this merge keeps, read
+        by the rules a base built now reads them by."""
         return (layout is not None and not layout.segments and not layout.deleted
-                and not len(new_ids) and not len(removed) and self.committed_bm25_ok())
+                and not len(new_ids) and not len(removed) and self.committed_bm25_ok()
+                and not self.committed_bm25_changes())
 
     def _with_segment(self, segment: SegmentFiles, new_ids: np.ndarray, titled: list[tuple[str, str]],
                       vectors: np.ndarray) -> tuple[np.ndarray, list[tuple[str, str]], np.ndarray]:
@@ -406,20 +409,26 @@ class WriteTransaction:
                 at += len(block)
 
         base = self._committed_bm25_base() if reuse_committed else None
-        if base is not None and base.rescorable and base.title_repeats == TITLE_REPEATS:
+        if base is not None and base.rescorable and not base.changed_rules(TITLE_REPEATS, STOPWORDS):
             stored = base.ids_view()
             keep = np.isin(stored, sql_ids)
             others = np.setdiff1d(sql_ids, stored[keep], assume_unique=True)
             if tokens is None or sum(map(len, tokens)) != len(new_ids) or not np.isin(new_ids, others).all():
                 return BM25Store.merged(base, keep, documents(
-                    sql_store.passage_text_blocks_of(self.session, others, STREAM_BLOCK)), TITLE_REPEATS)
+                    sql_store.passage_text_blocks_of(self.session, others, STREAM_BLOCK)), TITLE_REPEATS, STOPWORDS)
             # Older passages first, by id, then this commit's (whose ids are the largest): rows by id.
             rest = np.setdiff1d(others, new_ids, assume_unique=True)
             return BM25Store.merged(base, keep, itertools.chain(
                 documents(sql_store.passage_text_blocks_of(self.session, rest, STREAM_BLOCK)),
-                tokenized(new_ids, tokens)), TITLE_REPEATS)
-        return BM25Store.build_streamed(documents(self.stored_passages(STREAM_BLOCK)),
-                                        title_repeats=TITLE_REPEATS)  # never every text at once
+                tokenized(new_ids, tokens)), TITLE_REPEATS, STOPWORDS)
+        return BM25Store.build_streamed(documents(self.stored_passages(STREAM_BLOCK)),  # never every text at once
+                                        title_repeats=TITLE_REPEATS, stopwords=STOPWORDS)
+
+    def committed_bm25_changes(self) -> list[str]:
+        """How the committed BM25 base reads passages otherwise than one built now would
+        (`BM25Store.changed_rules`); empty when alike, or when there is none to read."""
+        base = self._committed_bm25_base()
+        return base.changed_rules(TITLE_REPEATS, STOPWORDS) if base is not None else []
 
     def _committed_bm25_base(self) -> BM25Store | None:
         """The committed BM25 base, verified against its digest; None when there is none to reuse."""

@@ -4,7 +4,6 @@ files they write, and the SciFact split (the same as bench_rerank's) on the shar
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from data.beir import load_beir_qrels, load_beir_queries
 from data.dev_sets import (
@@ -71,11 +70,3 @@ def test_scifact_dev_is_held_out_train_queries(shared_data):
     assert not set(dev.qrels) & set(test_qrels), "never a test query"
     train, held_out = split_train_queries(train_qrels, 200, 0)
     assert sorted(dev.qrels) == held_out and not set(train) & set(held_out)
-
-
-def test_split_is_the_reranker_benchmark_split():
-    pytest.importorskip("bench.bench_rerank")
-    from bench.bench_rerank import split_train_queries as bench_split
-
-    qrels = {f"q{i}": {"d": 1} for i in range(50)}
-    assert split_train_queries(qrels, 10, 0) == bench_split(qrels, 10, 0)

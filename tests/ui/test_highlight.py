@@ -6,7 +6,7 @@ import bm25s
 import pytest
 import Stemmer
 
-from indexer.store.bm25_store import bm25_terms
+from indexer.store.bm25_store import STOPWORD_LISTS, STOPWORDS, bm25_terms
 from ui.highlight import (
     ELLIPSIS,
     best_window,
@@ -20,8 +20,10 @@ from ui.highlight import (
 
 
 def test_query_terms_drop_stopwords_and_stem() -> None:
-    # BM25's stop list (Lucene's) keeps "how" and "do"; one-letter words are not tokens.
-    assert query_terms("How do I open the Files?") == ["how", "do", "open", "file"]
+    # BM25's stop list (NLTK's) drops the words that ask, "how" and "do"; one-letter words are not tokens.
+    assert query_terms("How do I open the Files?") == ["open", "file"]
+    # An index built with Lucene's 33 words kept them.
+    assert [term for _, _, term in bm25_terms("How do I open the Files?", "en")] == ["how", "do", "open", "file"]
     assert query_terms("opened classes uses class") == ["open", "class", "use"]
     assert query_terms("files file FILE") == ["file"]
     assert query_terms("a the of") == []
@@ -108,13 +110,21 @@ HIGHLIGHT_CASES = [
 ]
 
 
+@pytest.mark.parametrize("stopwords", sorted(STOPWORD_LISTS))
 @pytest.mark.parametrize(("query", "text"), HIGHLIGHT_CASES)
-def test_bm25_terms_is_the_bm25_analyzer(query: str, text: str) -> None:
+def test_bm25_terms_is_the_bm25_analyzer(query: str, text: str, stopwords: str) -> None:
     for sample in (query, text):
         reference = bm25s.tokenize(
-            [sample], stopwords="en", stemmer=Stemmer.Stemmer("english"), return_ids=False, show_progress=False
+            [sample], stopwords=stopwords, stemmer=Stemmer.Stemmer("english"), return_ids=False, show_progress=False
         )[0]
-        assert [term for _, _, term in bm25_terms(sample)] == reference
+        assert [term for _, _, term in bm25_terms(sample, stopwords)] == reference
+
+
+def test_bm25_terms_reads_the_list_an_index_is_built_with_by_default() -> None:
+    assert STOPWORDS in STOPWORD_LISTS
+    assert bm25_terms("where can I leave my bike") == bm25_terms("where can I leave my bike", STOPWORDS)
+    with pytest.raises(ValueError, match="Unknown stop-word list"):
+        bm25_terms("bike", "klingon")
 
 
 @pytest.mark.parametrize(("query", "text"), HIGHLIGHT_CASES)

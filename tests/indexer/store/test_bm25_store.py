@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from indexer.sources.passage_text import passage_text
-from indexer.store.bm25_store import META_FILE, TITLE_REPEATS, BM25Store, bm25_document
+from indexer.store.bm25_store import (
+    LEGACY_STOPWORDS,
+    META_FILE,
+    STOPWORDS,
+    TITLE_REPEATS,
+    BM25Store,
+    bm25_document,
+)
 
 TEXTS = {
     7: "Volcano eruptions ground flights across Europe",
@@ -115,6 +122,40 @@ def test_title_repeats_are_recorded_and_read_back(tmp_path):
     (path / META_FILE).write_text(json.dumps(meta))
     assert BM25Store.load(path).title_repeats == 1
     assert BM25Store.stats_of(path).title_repeats == 1
+
+
+def test_passages_all_of_stop_words_build_an_index_that_matches_nothing(tmp_path):
+    """"Who are you?" and "the a of" hold no token BM25 keeps: their mean length is no divisor."""
+    store = BM25Store.build([1, 2], ["Who are you?", "the a of"], title_repeats=TITLE_REPEATS)
+    assert len(store.search("who are you", 5)[1]) == 0
+    merged = BM25Store.merged(BM25Store.load(store.save(tmp_path / "base")), np.ones(2, bool),
+                              [(np.array([3]), ["Who won the race?"])])
+    assert merged.search("race", 5)[1].tolist() == [3]
+
+
+def test_a_folder_keeps_the_stop_words_it_was_built_with(tmp_path):
+    """A base records its list; its queries and its deltas read with it, so an index built with
+    Lucene's 33 words ("en", before the list changed) still matches "where" and "can"."""
+    texts = {1: "where can I leave my bike", 2: "bicycles go in the racks"}
+    old = BM25Store.build(list(texts), list(texts.values()), stopwords=LEGACY_STOPWORDS).save(tmp_path / "old")
+    new = BM25Store.build(list(texts), list(texts.values())).save(tmp_path / "new")
+    assert STOPWORDS != LEGACY_STOPWORDS
+    assert BM25Store.load(old).stopwords == LEGACY_STOPWORDS and BM25Store.load(new).stopwords == STOPWORDS
+    assert BM25Store.load(old).search("where can", 2)[1].tolist() == [1]
+    assert len(BM25Store.load(new).search("where can", 2)[1]) == 0
+    delta = BM25Store.build_delta([3], ["where can I park"], BM25Store.stats_of(old), "old")
+    assert delta.stopwords == LEGACY_STOPWORDS and delta.search("where", 1)[1].tolist() == [3]
+    assert BM25Store.load(old).changed_rules(TITLE_REPEATS, STOPWORDS) == [
+        "the title written 1 time(s), not 3", "the stop words 'en', not 'en_plus'"]
+    with pytest.raises(ValueError, match="stop-word list"):
+        BM25Store.merged(BM25Store.load(old), np.ones(2, bool), [], title_repeats=1, stopwords=STOPWORDS)
+    meta = json.loads((old / META_FILE).read_text())
+    meta["stopwords"] = "klingon"
+    (old / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="indexer repair"):
+        BM25Store.load(old)
+    with pytest.raises(ValueError, match="in memory only"):
+        BM25Store.build([1], ["bike"], stopwords=["bike"]).save(tmp_path / "own")
 
 
 def test_the_private_bm25s_functions_a_delta_uses_still_score_as_bm25s_does(tmp_path):

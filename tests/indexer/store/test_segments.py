@@ -202,3 +202,34 @@ def test_a_delta_writes_titles_as_its_base_did(tmp_path, tiny_model, monkeypatch
     assert _layout(index_dir).segments == () and written == [3] * 6  # the merge: all six, anew
     with Index.open(index_dir, use_gpu=False) as index:
         assert BM25Store.stats_of(index_dir / index.info.bm25_dir).title_repeats == 3
+
+
+@pytest.mark.parametrize("with_delta", [False, True])
+def test_an_index_built_with_older_stop_words_keeps_them_until_a_merge_or_repair(tmp_path, tiny_model, monkeypatch,
+                                                                                 with_delta):
+    """The stop words changed ("en" -> "en_plus"): a base built with the old list keeps it in its
+    deltas, and `repair` builds BM25 anew with the new one, whether or not the index has a delta."""
+    from indexer import repair_index
+
+    source = write_corpus(tmp_path / "src", BASE_DOCS)
+    index_dir = tmp_path / "idx"
+    monkeypatch.setattr(indexer.store.transaction, "STOPWORDS", "en")  # the base: the older list
+    _build(source, index_dir, tiny_model)
+    monkeypatch.undo()
+    assert _top_docs(index_dir, "how", "bm25") == [], "no passage holds 'how'"
+    (source / "volcano.txt").write_text("How volcanoes erupt: molten basalt rises from magma chambers.")
+    if with_delta:
+        _build(source, index_dir, tiny_model)
+        layout = _layout(index_dir)
+        assert len(layout.segments) == 1
+        assert BM25Store.load(index_dir / layout.segments[0].bm25_dir).stopwords == "en"
+        assert _top_docs(index_dir, "how", "bm25") == ["volcano.txt"], "the delta reads 'how' as its base did"
+    report = repair_index(index_dir, show_progress=False)
+    assert report.bm25_rebuilt and any("the stop words 'en', not 'en_plus'" in p for p in report.problems)
+    with Index.open(index_dir, use_gpu=False) as index:
+        assert BM25Store.load(index_dir / index.info.bm25_dir).stopwords == "en_plus"
+    assert _top_docs(index_dir, "how", "bm25") == []
+    if with_delta:
+        assert _top_docs(index_dir, "how volcanoes erupt", "bm25")[0] == "volcano.txt"
+    assert "nothing to repair" in repair_index(index_dir, show_progress=False).summary()
+    assert len(assert_consistent(index_dir)) == (5 if with_delta else 4)
