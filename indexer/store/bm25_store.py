@@ -641,7 +641,7 @@ def _stopwords_of(path: Path, meta: dict) -> str:
     name = meta.get("stopwords", LEGACY_STOPWORDS)
     if name not in STOPWORD_LISTS:
         raise ValueError(f"BM25 folder {path} was built with the stop words {name!r}, which this version does not "
-                         "know. Rebuild its BM25 with `python -m indexer repair --index DIR`.")
+                         "know (a newer version wrote it). Rebuild the index with --rebuild.")
     return name
 
 
