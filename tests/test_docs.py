@@ -12,13 +12,13 @@ one that the command's `--help` lists, and each `make TARGET` must be a Makefile
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -141,13 +141,30 @@ def runner(invocation: Invocation) -> list[str]:
     return [sys.executable, invocation.target]
 
 
+HELP_RUNNER = PROJECT_ROOT / "tests" / "help_runner.py"
+_prefetched: dict[tuple[str, ...], str] = {}
+
+
+def run_helps(programs: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """Each program's `--help` output, all read in one fresh interpreter (tests/help_runner.py):
+    each fails the test if its --help does not exit 0."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, str(HELP_RUNNER), *(json.dumps(list(p[1:])) for p in programs)],
+                            capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=300)
+    assert result.returncode == 0, f"tests/help_runner.py failed:\n{result.stdout}{result.stderr}"
+    found = {}
+    for program in programs:
+        status, out, err = json.loads(result.stdout)[json.dumps(list(program[1:]))]
+        assert status == 0, f"{' '.join(program[1:])} --help failed:\n{out}{err}"
+        found[program] = out
+    return found
+
+
 @cache
 def help_text(program: tuple[str, ...]) -> str:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    result = subprocess.run([*program, "--help"], capture_output=True, text=True, cwd=PROJECT_ROOT, env=env,
-                            timeout=180)
-    assert result.returncode == 0, f"{' '.join(program[1:])} --help failed:\n{result.stdout}{result.stderr}"
-    return result.stdout
+    if program in _prefetched:
+        return _prefetched[program]
+    return run_helps([program])[program]
 
 
 def subcommands(help_output: str) -> list[str]:
@@ -202,12 +219,11 @@ def needs_help(invocation: Invocation) -> bool:
 
 
 def prefetch_help(commands: list[str]) -> None:
-    """Import-heavy --help runs (torch, sentence-transformers), in parallel: top-level ones
-    first, then those of subcommands."""
+    """The --help of every documented program, in one interpreter: the top-level programs
+    first, then the subcommands their help names."""
     invocations = [inv for inv in map(parse, commands) if inv is not None and needs_help(inv)]
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        list(pool.map(help_text, {tuple(runner(inv)) for inv in invocations}))
-        list(pool.map(lambda inv: help_text(program_of(inv)[0]), invocations))
+    _prefetched.update(run_helps(sorted({tuple(runner(inv)) for inv in invocations})))
+    _prefetched.update(run_helps(sorted({program_of(inv)[0] for inv in invocations} - _prefetched.keys())))
 
 
 def test_every_documented_command_uses_flags_its_help_lists():

@@ -15,54 +15,11 @@ from search.api_service import ApiConfig
 pytest.importorskip("ray.serve")
 httpx = pytest.importorskip("httpx2")
 
-QUERIES = ["volcano ash over Europe", "how long to knead the dough", "interest rates and share prices"]
-
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _answers(get, post) -> dict:
-    """What a client sees for the checks below, ids and scores, a bad request, and the stats."""
-    out = {}
-    for query in QUERIES:
-        body = post("/search", {"q": query, "k": 3, "mode": "hybrid"})
-        out[query] = [(h["doc_id"], round(h["score"], 5)) for h in body["hits"]]
-    out["bad"] = post("/search", {"query": "no such field"})
-    out["stats"] = get("/stats")
-    return out
-
-
-def test_two_replicas_on_ray_serve_answer_as_one_process(served_index, tiny_model_dir):
-    import ray
-
-    from search.api_ray import RayServeConfig, replica_states, start, stop
-
-    config = ApiConfig(index_dir=served_index, rerank_model="none", similarity_model=str(tiny_model_dir))
-    with TestClient(create_app(config)) as local:
-        expected = _answers(lambda path: local.get(path).json(),
-                            lambda path, body: local.post(path, json=body).json())
-    ray_config = RayServeConfig(address="local", replicas=2, replica_cpus=0.5, port=_free_port())
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        start(config, ray_config, create_app)
-        assert replica_states() == {"RUNNING": 2}
-        base = f"http://127.0.0.1:{ray_config.port}"
-        with httpx.Client(base_url=base, timeout=60) as client:
-            deadline = time.monotonic() + 90
-            while client.get("/health").json()["index"] != "ready":  # each replica opens the index itself
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
-            answers = [_answers(lambda path: client.get(path).json(),
-                                lambda path, body: client.post(path, json=body).json()) for _ in range(3)]
-        for answer in answers:  # whichever replica answered
-            assert answer == expected
-        assert expected["bad"]["error"] == "invalid_request"  # the app's own errors, unchanged
-    finally:
-        stop(ray_config)
-    assert not ray.is_initialized()
 
 
 def test_ray_flags_are_checked_before_anything_starts(served_index, capsys):
@@ -115,8 +72,8 @@ def sharded_indexes(tmp_path_factory, tiny_model_dir):
 
 def test_sharded_service_on_ray_serve_answers_as_one_index(sharded_indexes, tiny_model_dir):
     """2 shards of 1 replica each, then 1 shard of 2 replicas: the same hits as one process over
-    the unsharded files, in every mode, with a filter and at two k; a new build is served without
-    a restart."""
+    the unsharded files, in every mode, with a filter and at two k, and from either replica the
+    same errors and stats; a new build is served without a restart."""
     import random
 
     import ray
@@ -133,6 +90,10 @@ def test_sharded_service_on_ray_serve_answers_as_one_index(sharded_indexes, tiny
             config = ApiConfig(index_dir=index_dir, rerank_model="none", similarity_model=str(tiny_model_dir))
             with TestClient(create_app(config)) as local:
                 expected = _shard_answers(lambda path, body: local.post(path, json=body).json())
+                bad = local.post("/search", json={"query": "no such field"})
+                expected_bad = (bad.status_code, bad.json())
+                expected_stats = local.get("/stats").json()
+            assert expected_bad[1]["error"] == "invalid_request"
             ray_config = RayServeConfig(address="auto", replicas=replicas, replica_cpus=0.25, shard_cpus=0.25,
                                         shards=shards, port=port)
             start(config, ray_config, create_app)
@@ -140,6 +101,11 @@ def test_sharded_service_on_ray_serve_answers_as_one_index(sharded_indexes, tiny
             with httpx.Client(base_url=f"http://127.0.0.1:{ray_config.port}", timeout=60) as client:
                 _wait_ready(client)
                 assert _shard_answers(lambda path, body: client.post(path, json=body).json()) == expected
+                if replicas == 2:  # whichever replica answers: the app's own errors and stats, unchanged
+                    for _ in range(3):
+                        bad = client.post("/search", json={"query": "no such field"})
+                        assert (bad.status_code, bad.json()) == expected_bad
+                        assert client.get("/stats").json() == expected_stats
                 if shards == 2:  # a build committed while serving: the router and shards pick it up
                     write_corpus(sharded_indexes / "src", random.Random(13), 140)
                     build_index(IndexConfig(source=sharded_indexes / "src", index_dir=index_dir,
@@ -217,3 +183,4 @@ def test_a_dead_shard_is_a_503_naming_it_until_ray_serve_restarts_it(sharded_ind
             assert client.post("/search", json=body).json()["hits"] == whole["hits"]
     finally:
         stop(ray_config)
+    assert not ray.is_initialized()  # "local": the Ray the service started is gone with it
