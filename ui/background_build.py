@@ -5,13 +5,20 @@ commits in growing chunks (`indexer.build_index`), the first within seconds, and
 Searcher loads each new build on the next query. So the first search is answered
 from the documents committed so far, in every mode, while a bar shows the rest.
 
-A child process (`python -m ui.background_build`), not a thread: the build and the
+A child process (`python -m ui.background_build --serve`), not a thread: the build and the
 searcher would share one tokenizer, which is not safe across threads, and a crash in
 the build cannot take the app down. Not `multiprocessing`: its spawn start method
-re-imports the main module, which under Streamlit is app.py itself. The child reports
-JSON lines on stdout and, on Linux, is ended with the app; an interrupted build
-resumes at its last commit the next time. The same child indexes the app's uploads
-(`ui.uploads.start_upload`), so the page stays usable while an upload indexes.
+re-imports the main module, which under Streamlit is app.py itself. The child reads one
+build request a line on stdin, reports JSON lines on stdout and, on Linux, is ended with
+the app; an interrupted build resumes at its last commit the next time. The same children
+index the app's uploads (`ui.uploads.start_upload`), so the page stays usable while an
+upload indexes.
+
+A child serves one build after another and keeps the models it loaded (`BuildWorker`):
+started afresh for every upload, it loaded the bi-encoder each time: 16.8 s of the 18.7 s
+that a three-page PDF took in tests/test_browser.py on a 2-core AMD EPYC (bench/bench_upload.py
+measures both ways). A child left idle for `IDLE_EXIT_S` ends, giving its
+memory back; a second build asked for while one runs gets a child of its own.
 
 The indexer's total of passages was an estimate until the last document was cut, and moved
 (1,518 -> 1,717 -> 1,600) as the build went. The indexer now counts them in a thread beside the
@@ -41,6 +48,8 @@ from indexer import BuildInterrupted, BuildReport, IndexConfig, IndexerError, bu
 
 PROGRESS_EVERY_S = 0.5
 PARENT_CHECK_S = 2.0
+# A build child left without work this long ends, giving back the memory of the models it holds.
+IDLE_EXIT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ class BuildCounts:
     documents_unchanged: int = 0
     passages_embedded: int = 0
     total_documents: int = 0
+    model_seconds: float = 0.0  # loading the bi-encoder: about 0 where the child held it already
     issues: tuple[tuple[str, str], ...] = ()
     # Input left out on purpose: (the files it stands for, what the build said of them).
     left_out: tuple[tuple[tuple[str, ...], str], ...] = ()
@@ -62,7 +72,7 @@ class BuildCounts:
     def of(cls, report: BuildReport) -> BuildCounts:
         return cls(report.summary(), report.documents_added, report.documents_updated,
                    report.documents_unchanged, report.passages_embedded, report.total_documents,
-                   tuple((issue.path, str(issue)) for issue in report.issues),
+                   report.model_seconds, tuple((issue.path, str(issue)) for issue in report.issues),
                    tuple((issue.files, issue.problem) if issue.files else
                          ((issue.path,), f"{issue.path} left out: {issue.problem}")
                          for issue in report.left_out))
@@ -141,23 +151,44 @@ def _end_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="semsearch-parent-watch", daemon=True).start()
 
 
-class BackgroundBuild:
-    """One build of `config` in a child process; `status()` says what it reported so far."""
+def _ends_a_build(message: dict) -> bool:
+    return "done" in message or "error" in message
 
-    def __init__(self, config: IndexConfig, stamp: Path | None = None) -> None:
-        fields = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(config).items()}
-        command = [sys.executable, "-m", "ui.background_build", "--config", json.dumps(fields),
-                   "--parent", str(os.getpid())]
-        if stamp is not None:
-            command += ["--stamp", str(stamp)]
-        self._status = BuildStatus(source=config.source)
+
+class BuildWorker:
+    """A build child (`python -m ui.background_build --serve`) that runs the builds it is handed,
+    one at a time, and keeps the models it loaded for the next. Its reader thread hands each
+    JSON line to the build it runs; a worker idle for `idle_exit_s` is retired (its stdin
+    closed, so it ends)."""
+
+    def __init__(self, idle_exit_s: float | None = None) -> None:
+        self.idle_exit_s = IDLE_EXIT_S if idle_exit_s is None else idle_exit_s
         self._lock = threading.Lock()
-        self._process = subprocess.Popen(
-            command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=None, text=True,
+        self._build: BackgroundBuild | None = None
+        self._retired = False
+        self.environment = dict(os.environ)  # what the child inherits
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ui.background_build", "--serve", "--parent", str(os.getpid())],
+            cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True,
         )
-        self._reader = threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True,
-                                        name="semsearch-build-reader")
-        self._reader.start()
+        self.reader = threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True,
+                                       name="semsearch-build-reader")
+        self.reader.start()
+
+    def take(self, build: BackgroundBuild, request: dict) -> bool:
+        """Start `build` here if this worker is alive and idle; False (nothing sent) otherwise."""
+        with self._lock:
+            if self._retired or self._build is not None or self.process.poll() is not None:
+                return False
+            self._build = build
+            try:
+                assert self.process.stdin is not None
+                self.process.stdin.write(json.dumps(request) + "\n")
+                self.process.stdin.flush()
+            except OSError:  # it ended between the poll and the write
+                self._build = None
+                return False
+            return True
 
     def _read(self, stream: IO[str]) -> None:
         for line in stream:
@@ -166,25 +197,99 @@ class BackgroundBuild:
             except json.JSONDecodeError:
                 continue  # a library printed to stdout; only our JSON lines count
             with self._lock:
-                self._status = fold_message(self._status, message)
+                build = self._build
+                if _ends_a_build(message):
+                    self._build = None
+            if build is not None:
+                build.receive(message)
+                if _ends_a_build(message):
+                    timer = threading.Timer(self.idle_exit_s, self.retire_if_idle)
+                    timer.daemon = True
+                    timer.start()
+
+    @property
+    def retired(self) -> bool:
+        return self._retired
+
+    def retire_if_idle(self) -> None:
+        with self._lock:
+            if self._build is None and not self._retired:
+                self._retired = True
+                if self.process.stdin is not None:
+                    self.process.stdin.close()  # end of input: the child exits
+
+    def stop(self) -> None:
+        """End the child, and the build it runs (its current chunk rolls back)."""
+        with self._lock:
+            self._retired = True
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+_workers: list[BuildWorker] = []
+_workers_lock = threading.Lock()
+
+
+def _start_on_a_worker(build: BackgroundBuild, request: dict) -> BuildWorker:
+    """An idle worker of this process takes the build, or a new one does. A worker whose process
+    environment differs from this one's (the settings it inherited) is retired, not reused."""
+    environment = dict(os.environ)
+    with _workers_lock:
+        for worker in _workers:
+            if worker.environment != environment:
+                worker.retire_if_idle()
+        _workers[:] = [w for w in _workers if w.process.poll() is None and not w.retired]
+        for worker in _workers:
+            if worker.environment == environment and worker.take(build, request):
+                return worker
+        worker = BuildWorker()
+        _workers.append(worker)
+    if not worker.take(build, request):
+        raise RuntimeError("A new build process could not be started; see the app's log.")
+    return worker
+
+
+def stop_workers() -> None:
+    """End every build child of this process, and the builds they run."""
+    with _workers_lock:
+        workers, _workers[:] = list(_workers), []
+    for worker in workers:
+        worker.stop()
+
+
+class BackgroundBuild:
+    """One build of `config` in a build child (`BuildWorker`); `status()` says what it reported so far."""
+
+    def __init__(self, config: IndexConfig, stamp: Path | None = None) -> None:
+        fields = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(config).items()}
+        self._status = BuildStatus(source=config.source)
+        self._lock = threading.Lock()
+        self._worker = _start_on_a_worker(self, {"config": fields, "stamp": str(stamp) if stamp else None})
+
+    @property
+    def _process(self) -> subprocess.Popen:
+        return self._worker.process
+
+    def receive(self, message: dict) -> None:
+        with self._lock:
+            self._status = fold_message(self._status, message)
 
     def status(self) -> BuildStatus:
         """The latest report; a child that ended without its last word failed."""
-        if self._process.poll() is not None:
-            self._reader.join(timeout=5)  # what it wrote before it ended
+        if self._worker.process.poll() is not None:
+            self._worker.reader.join(timeout=5)  # what it wrote before it ended
             with self._lock:
                 if self._status.running:
                     self._status = replace(
                         self._status, running=False,
                         error=f"The indexing process stopped unexpectedly (exit code "
-                        f"{self._process.returncode}); see the app's log.")
+                        f"{self._worker.process.returncode}); see the app's log.")
         with self._lock:
             return self._status
 
     def stop(self) -> None:
-        if self._process.poll() is None:
-            self._process.terminate()
-        self._process.wait(timeout=30)
+        self._worker.stop()
 
 
 def _send(message: dict) -> None:
@@ -231,14 +336,36 @@ def run_build(config: IndexConfig, stamp: Path | None) -> int:
     return 0
 
 
+def serve(requests: IO[str]) -> int:
+    """The child: one build a line of `requests` (`{"config": IndexConfig fields, "stamp": path or
+    null}`), each reported as `run_build` does, until the input ends. A build that failed
+    unexpectedly, or was interrupted, ends the child too: the next build gets a fresh one."""
+    try:
+        for line in requests:
+            request = json.loads(line)
+            stamp = Path(request["stamp"]) if request.get("stamp") else None
+            code = run_build(IndexConfig(**request["config"]), stamp)
+            if code not in (0, 2):
+                return code
+    except KeyboardInterrupt:  # the app ended while this child waited for work
+        return 130
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ui.background_build", description=__doc__)
-    parser.add_argument("--config", required=True, help="IndexConfig fields as a JSON object")
+    parser.add_argument("--config", default=None, help="IndexConfig fields as a JSON object: this one build")
+    parser.add_argument("--serve", action="store_true",
+                        help="run the builds given on stdin, one JSON request a line, until it ends")
     parser.add_argument("--stamp", type=Path, default=None, help="file to touch when the build succeeds")
     parser.add_argument("--parent", type=int, default=None, help="end when this process ends")
     args = parser.parse_args(argv)
+    if (args.config is None) == (not args.serve):
+        parser.error("give either --config (one build) or --serve (builds read from stdin)")
     if args.parent is not None:
         _end_with_parent(args.parent)
+    if args.serve:
+        return serve(sys.stdin)
     return run_build(IndexConfig(**json.loads(args.config)), args.stamp)
 
 
