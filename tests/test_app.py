@@ -655,6 +655,13 @@ def test_app_serves_while_it_builds_the_index_in_the_background(
     assert metrics(at)["Documents"] == "4"
     assert result_titles(at)[0] == "pasta"
     assert any("Background indexing finished" in c.value for c in at.caption)
+    # A later build (an upload, another process) commits: its counters stand alone, without the
+    # first build's summary beneath them contradicting its figures.
+    (source / "glacier.txt").write_text("Glaciers carve valleys as they creep downhill.", encoding="utf-8")
+    build_index(IndexConfig(source=source, index_dir=tmp_path / "index", show_progress=False))
+    at.run()
+    assert metrics(at)["Documents"] == "5"
+    assert not any("Background indexing finished" in c.value for c in at.caption)
 
 
 def test_a_failed_background_build_is_shown_and_the_app_keeps_working(

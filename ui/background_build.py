@@ -64,6 +64,7 @@ class BuildCounts:
     passages_embedded: int = 0
     total_documents: int = 0
     model_seconds: float = 0.0  # loading the bi-encoder: about 0 where the child held it already
+    finished_at: float = 0.0  # when the build returned, seconds since the epoch (after its last commit)
     issues: tuple[tuple[str, str], ...] = ()
     # Input left out on purpose: (the files it stands for, what the build said of them).
     left_out: tuple[tuple[tuple[str, ...], str], ...] = ()
@@ -72,7 +73,7 @@ class BuildCounts:
     def of(cls, report: BuildReport) -> BuildCounts:
         return cls(report.summary(), report.documents_added, report.documents_updated,
                    report.documents_unchanged, report.passages_embedded, report.total_documents,
-                   report.model_seconds, tuple((issue.path, str(issue)) for issue in report.issues),
+                   report.model_seconds, time.time(), tuple((issue.path, str(issue)) for issue in report.issues),
                    tuple((issue.files, issue.problem) if issue.files else
                          ((issue.path,), f"{issue.path} left out: {issue.problem}")
                          for issue in report.left_out))

@@ -3,6 +3,7 @@ background build's progress while the index fills."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import warnings
 from dataclasses import replace
@@ -76,17 +77,20 @@ def build_status_message(status: BuildStatus) -> str:
     return f"Indexing {name} in the background: reading the files and loading the model…"
 
 
-def show_build_progress(build: BackgroundBuild, folder: Path) -> None:
+def show_build_progress(build: BackgroundBuild, folder: Path, built_at: dt.datetime | None = None) -> None:
     """The background build's bar while it runs (`poll_build`), then how it ended. Nothing polls
     an ended build: a fragment that kept ticking beside the page's later runs once left the page
-    without its counters."""
+    without its counters. Its summary is left out once a later build (`built_at`, the index's
+    last commit) has committed: under an upload's counters it contradicted them ("Last build 1.0 s"
+    over "21.3 s in all")."""
     status = build.status()
     if status.running or not st.session_state.get(BUILD_DONE_SEEN):
         poll_build(build, folder)
     elif status.error:
         st.error(f"Indexing {escape_markdown(str(status.source))} in the background failed; the app "
                  f"keeps answering from what is committed. {status.error}")
-    else:
+    elif not (built_at is not None and status.counts is not None
+              and built_at.timestamp() > status.counts.finished_at):
         st.caption(f"Background indexing finished: {escape_markdown(status.summary or '')}")
 
 
@@ -230,7 +234,7 @@ def open_searcher(folder: Path):
                  "to search without it.")
         return None
     if build is not None:
-        show_build_progress(build, folder)
+        show_build_progress(build, folder, stats.built_at)
     return searcher, stats, choice
 
 

@@ -99,7 +99,8 @@ def upload_progress_text(status: BuildStatus, files: int, into: str | None = Non
     """The bar's text; `into` names the collection when it is not the one the page shows."""
     where = f" into {escape_markdown(into)}" if into else ""
     if not status.total:
-        return f"Indexing {plural(files, 'file')}{where} in the background: reading and loading the model…"
+        # The build child keeps its model between uploads (ui.background_build): loaded only the first time.
+        return f"Indexing {plural(files, 'file')}{where} in the background: reading the files (and the model, if not yet loaded)…"
     return (f"Embedded {status.embedded:,} of {status.total:,} passages{where} ({status.elapsed_s:.0f} s); "
             "searching goes on meanwhile.")
 

@@ -19,8 +19,7 @@ def test_the_upload_message_counts_read_and_skipped_files_apart() -> None:
 
 def test_the_upload_bar_counts_passages_embedded_once_the_build_has_a_total(tmp_path) -> None:
     starting = BuildStatus(source=tmp_path)
-    assert upload_progress_text(starting, 2) == ("Indexing 2 files in the background: reading and "
-                                                 "loading the model…")
+    assert upload_progress_text(starting, 2) == "Indexing 2 files in the background: reading the files (and the model, if not yet loaded)…"
     embedding = BuildStatus(source=tmp_path, embedded=120, total=314)
     assert upload_progress_text(embedding, 1).startswith("Embedded 120 of 314 passages (")
     assert upload_progress_text(embedding, 1, "my_notes").startswith(
