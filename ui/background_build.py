@@ -166,6 +166,7 @@ class BuildWorker:
         self.idle_exit_s = IDLE_EXIT_S if idle_exit_s is None else idle_exit_s
         self._lock = threading.Lock()
         self._build: BackgroundBuild | None = None
+        self._idle_since = time.monotonic()
         self._retired = False
         self.environment = dict(os.environ)  # what the child inherits
         self.process = subprocess.Popen(
@@ -200,11 +201,11 @@ class BuildWorker:
             with self._lock:
                 build = self._build
                 if _ends_a_build(message):
-                    self._build = None
+                    self._build, self._idle_since = None, time.monotonic()
             if build is not None:
                 build.receive(message)
                 if _ends_a_build(message):
-                    timer = threading.Timer(self.idle_exit_s, self.retire_if_idle)
+                    timer = threading.Timer(self.idle_exit_s, self.retire_if_idle, (self.idle_exit_s * 0.99,))
                     timer.daemon = True
                     timer.start()
 
@@ -212,9 +213,11 @@ class BuildWorker:
     def retired(self) -> bool:
         return self._retired
 
-    def retire_if_idle(self) -> None:
+    def retire_if_idle(self, after_s: float = 0.0) -> None:
+        """Retire the worker if it has been idle `after_s` seconds or more (its idle timer asks
+        with `idle_exit_s`: a build that came and went since the timer started keeps it)."""
         with self._lock:
-            if self._build is None and not self._retired:
+            if self._build is None and not self._retired and time.monotonic() - self._idle_since >= after_s:
                 self._retired = True
                 if self.process.stdin is not None:
                     self.process.stdin.close()  # end of input: the child exits

@@ -141,7 +141,7 @@ def test_one_child_serves_build_after_build_keeping_the_model_until_it_idles(top
     loaded, and ends once left idle."""
     import ui.background_build as background
 
-    monkeypatch.setattr(background, "IDLE_EXIT_S", 5.0)  # each build below starts within it
+    monkeypatch.setattr(background, "IDLE_EXIT_S", 3.0)
 
     def build(source, name):
         started = BackgroundBuild(IndexConfig(source=source, index_dir=tmp_path / name, model=tiny_model,
@@ -152,7 +152,12 @@ def test_one_child_serves_build_after_build_keeping_the_model_until_it_idles(top
     empty.mkdir()
     bad, bad_end = build(empty, "bad")
     first, first_end = build(topic_corpus, "a")
+    first_ended = time.monotonic()
+    time.sleep(1.0)  # idle, but under IDLE_EXIT_S
     second, second_end = build(topic_corpus, "b")
+    # The first build's idle timer has fired by now; the child, idle only since the second, is kept.
+    time.sleep(max(0.0, first_ended + 3.5 - time.monotonic()))
+    assert not second._worker.retired and second._process.poll() is None
     assert bad_end.error_kind == "BadInputError" and first_end.error is None and second_end.error is None
     assert bad._process.pid == first._process.pid == second._process.pid
     assert first_end.counts is not None and second_end.counts is not None
