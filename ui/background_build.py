@@ -346,9 +346,17 @@ def serve(requests: IO[str]) -> int:
     unexpectedly, or was interrupted, ends the child too: the next build gets a fresh one."""
     try:
         for line in requests:
-            request = json.loads(line)
-            stamp = Path(request["stamp"]) if request.get("stamp") else None
-            code = run_build(IndexConfig(**request["config"]), stamp)
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+                stamp = Path(request["stamp"]) if request.get("stamp") else None
+                config = IndexConfig(**request["config"])
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                _send({"error": f"A build request must be one JSON object with 'config' (IndexConfig fields) "
+                                f"and 'stamp' (a path or null): {type(err).__name__}: {err}"})
+                continue
+            code = run_build(config, stamp)
             if code not in (0, 2):
                 return code
     except KeyboardInterrupt:  # the app ended while this child waited for work
@@ -358,19 +366,13 @@ def serve(requests: IO[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ui.background_build", description=__doc__)
-    parser.add_argument("--config", default=None, help="IndexConfig fields as a JSON object: this one build")
-    parser.add_argument("--serve", action="store_true",
+    parser.add_argument("--serve", action="store_true", required=True,
                         help="run the builds given on stdin, one JSON request a line, until it ends")
-    parser.add_argument("--stamp", type=Path, default=None, help="file to touch when the build succeeds")
     parser.add_argument("--parent", type=int, default=None, help="end when this process ends")
     args = parser.parse_args(argv)
-    if (args.config is None) == (not args.serve):
-        parser.error("give either --config (one build) or --serve (builds read from stdin)")
     if args.parent is not None:
         _end_with_parent(args.parent)
-    if args.serve:
-        return serve(sys.stdin)
-    return run_build(IndexConfig(**json.loads(args.config)), args.stamp)
+    return serve(sys.stdin)
 
 
 if __name__ == "__main__":

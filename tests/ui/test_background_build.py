@@ -199,3 +199,9 @@ def test_serve_ends_on_an_unexpected_failure_and_at_the_end_of_its_input(tmp_pat
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines == [{"error": "ZeroDivisionError: division by zero"}]
     assert background.serve(io.StringIO("")) == 0
+    # A request it cannot read is answered with what a request must be, and the next is served.
+    monkeypatch.setattr(background, "build_index", lambda config, progress: 1 / 0)
+    assert background.serve(io.StringIO('\n{"stamp": null}\nnot json\n' + request + "\n")) == 1
+    lines = [json.loads(line)["error"] for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 3 and all(line.startswith("A build request must be one JSON object") for line in lines[:2])
+    assert lines[2] == "ZeroDivisionError: division by zero"
