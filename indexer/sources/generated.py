@@ -1,8 +1,9 @@
 """Files a tool wrote from other files, or the files it wrote them from, where a folder holds both:
 the source copies a Sphinx HTML build keeps beside its pages, a LaTeX, Markdown or reST source
 beside the PDF or HTML made from it, minified code and data, and XML whose words all lie in its
-tags (an index for a help browser, a drawing). Of a source and its document, the document is
-kept: it is what people read, and a PDF's hits have pages.
+tags (an index for a help browser, a drawing), and what web pages are drawn with (stylesheets,
+a page's pictures, its asset folders). Of a source and its document, the document is kept: it is
+what people read, and a PDF's hits have pages.
 
 Measured on the Python 3.11 manual as Debian ships it (python3.11-doc: 1,050 files, 48,683
 passages with the default model): Sphinx's `_sources/` copies made 17,515 passages (every page
@@ -135,6 +136,72 @@ def source_copies_note(folder: str, copies: dict[str, str]) -> str:
             f"as HTML beside them (such as {example}, of {page}), which would answer every "
             f"question twice; to search the sources themselves, index {folder} as a source of "
             "its own")
+
+
+# What web pages are drawn with, where a folder of pages shows it: Sphinx's `_static` (its theme's
+# stylesheets, scripts and icons) and `_images` beside the pages of a build, a browser's
+# `<page>_files` beside the `<page>.html` it saved ("Web page, complete"), the pictures in a
+# folder of pages, and stylesheets wherever they lie. Measured on a mix of 282 files under
+# /usr/share/doc (the py7zr manual's Sphinx build among them): with them indexed, its theme's
+# stylesheets ranked first for "how to change the font size and colour of headings" and "search
+# box highlight words", and third for "line height and margins of the page" (above LaTeX's
+# geometry manual); in the Python 3.11 manual `_static` holds 9 readable scripts of the theme's
+# (a copy button, a menu, the search page's code). A stylesheet or script given as the source
+# itself, or a folder of them given as its own source, is read.
+ASSET_FOLDERS = ("_static", "_images")
+SAVED_PAGE_FOLDER = "_files"
+STYLESHEETS = (".css", ".css.map", ".scss", ".sass", ".less")
+PICTURES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff")
+_PAGE_SUFFIXES = (".html", ".htm", ".xhtml")
+
+
+def _is_page(label: str) -> bool:
+    return _content(label).lower().endswith(_PAGE_SUFFIXES)
+
+
+def page_assets(labels: Iterable[str]) -> dict[str, str]:
+    """What web pages are drawn with among `labels` (paths within the source, '/'-separated):
+    each such file with its kind ("stylesheet", "script", "picture" or "file").
+
+    A file is one when it is a stylesheet (`STYLESHEETS`), a picture (`PICTURES`) in a folder
+    that holds a page, or any file below a page's asset folder: `_static` or `_images` in a
+    folder that holds a page (Sphinx), `<name>_files` beside `<name>.html` or `.htm` (a browser's
+    saved page)."""
+    known = sorted(labels)
+    pages = [label for label in known if _is_page(label)]
+    page_folders = {_folder(label) for label in pages}
+    page_stems = {str(PurePosixPath(_content(label)).with_suffix("")) for label in pages}
+    found: dict[str, str] = {}
+    for label in known:
+        parts = PurePosixPath(label).parts
+        name = _content(parts[-1]).lower()
+        in_assets = any(
+            (part in ASSET_FOLDERS and "/".join(parts[:at] or (".",)) in page_folders)
+            or (part.endswith(SAVED_PAGE_FOLDER) and "/".join((*parts[:at], part[: -len(SAVED_PAGE_FOLDER)]))
+                in page_stems)
+            for at, part in enumerate(parts[:-1]))
+        picture = name.endswith(PICTURES)
+        if in_assets or name.endswith(STYLESHEETS) or (picture and _folder(label) in page_folders):
+            found[label] = ("stylesheet" if name.endswith(STYLESHEETS) else "picture" if picture
+                            else "script" if name.endswith((".js", ".mjs", ".cjs", ".js.map")) else "file")
+    return found
+
+
+def _folder(label: str) -> str:
+    return str(PurePosixPath(label).parent)
+
+
+def page_assets_note(assets: dict[str, str]) -> str:
+    """The warning for the files web pages are drawn with (`assets`: file -> kind)."""
+    counts: dict[str, int] = {}
+    for kind in assets.values():
+        counts[kind] = counts.get(kind, 0) + 1
+    kinds = ", ".join(f"{counts[kind]:,} {kind}{'s' if counts[kind] != 1 else ''}"
+                      for kind in ("stylesheet", "script", "picture", "file") if kind in counts)
+    example = next(iter(assets))
+    return (f"{len(assets):,} file{'s' if len(assets) != 1 else ''} left out that web pages are drawn "
+            f"with ({kinds}; such as {example}): how the pages look, not text to search; to search "
+            "one, index that file as a source of its own")
 
 
 def minified_note(name: str, text: str) -> str | None:

@@ -829,7 +829,9 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
     being built) and any index folder are skipped; the source itself is read even when hidden.
     So are the source copies a Sphinx build keeps beside the pages it made from them
     (`_sources/`, named once per folder), and a LaTeX, Markdown or reST source beside the PDF or
-    HTML made from it, not newer than it (named once): `indexer.sources.generated`.
+    HTML made from it, not newer than it (named once), and what web pages are drawn with:
+    stylesheets, a page's pictures, the files of its asset folders (named once):
+    `indexer.sources.generated`.
     """
     source = Path(source)
     if not source.exists():
@@ -885,8 +887,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
 
 
 def _without_sources_beside_documents(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
-    """`files` without the sources of documents beside them, Sphinx's copies included
-    (`indexer.sources.generated`)."""
+    """`files` without the sources of documents beside them, Sphinx's copies included, and
+    without what web pages are drawn with (`indexer.sources.generated`)."""
     labels = {path.relative_to(source).as_posix(): path for path in files}
     left_out: set[str] = set()
     for folder, copies in generated.source_copies(labels).items():
@@ -898,6 +900,11 @@ def _without_sources_beside_documents(files: list[Path], source: Path, on_issue:
         on_issue(InputIssue(".", None, generated.sources_beside_documents_note(beside),
                             retains_stored=False, files=tuple(beside)))
         left_out.update(beside)
+    assets = generated.page_assets(label for label in labels if label not in left_out)
+    if assets:
+        on_issue(InputIssue(".", None, generated.page_assets_note(assets), retains_stored=False,
+                            files=tuple(assets)))
+        left_out.update(assets)
     return [path for label, path in labels.items() if label not in left_out]
 
 

@@ -1,5 +1,6 @@
-"""Files a tool wrote from other files: Sphinx's source copies beside their pages, and minified
-code and data, are left out of a build with a warning that names them; everything else stays."""
+"""Files a tool wrote from other files: Sphinx's source copies beside their pages, minified
+code and data, and what web pages are drawn with, are left out of a build with a warning that
+names them; everything else stays."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from indexer import IndexConfig, build_index
 from indexer.sources.generated import (
     markup_only_note,
     minified_note,
+    page_assets,
+    page_assets_note,
     page_of_source_copy,
     source_copies,
     sources_beside_documents,
@@ -67,6 +70,34 @@ def test_copies_are_grouped_by_their_sources_folder():
 ])
 def test_a_source_beside_the_document_made_from_it_is_told_by_name(labels, left_out):
     assert sources_beside_documents(labels, lambda label: 0.0) == left_out
+
+
+@pytest.mark.parametrize("label, others, kind", [
+    ("_static/basic.css", ["index.html"], "stylesheet"),
+    ("_static/doctools.js", ["index.html"], "script"),  # readable, but the theme's code
+    ("_static/py.svg", ["index.html"], "file"),
+    ("docs/html/_images/flow.png", ["docs/html/logging.html.gz"], "picture"),  # Debian gzips pages
+    ("Recipe_files/app.js", ["Recipe.html"], "script"),  # a browser's "Web page, complete"
+    ("Recipe_files/ad-frame.html", ["Recipe.htm"], "file"),
+    ("guide/diagram.png", ["guide/setup.html"], "picture"),  # a picture beside the page showing it
+    ("theme/print.css", [], "stylesheet"),  # a stylesheet wherever it lies
+    ("src/app.js", ["index.html"], None),  # code beside pages, not in an asset folder: kept
+    ("_static/doctools.js", ["docs/index.html"], None),  # no page beside this _static
+    ("Other_files/app.js", ["Recipe.html"], None),  # not the folder of a saved page
+    ("scans/receipt.png", ["index.html"], None),  # no page in its folder: read (and reported)
+    ("_downloads/example.py", ["index.html"], None),  # Sphinx's downloads are content
+    ("_static/notes.txt", [], None),
+])
+def test_what_web_pages_are_drawn_with_is_told_by_the_folder(label, others, kind):
+    assert page_assets([label, *others]).get(label) == kind
+
+
+def test_the_assets_warning_counts_each_kind_and_says_how_to_search_one():
+    note = page_assets_note({"_static/a.css": "stylesheet", "_static/b.css": "stylesheet",
+                             "_static/c.js": "script", "d.png": "picture"})
+    assert note.startswith("4 files left out that web pages are drawn with (2 stylesheets, 1 script, "
+                           "1 picture; such as _static/a.css)")
+    assert note.endswith("index that file as a source of its own")
 
 
 def test_a_source_edited_after_its_document_was_made_is_kept():
@@ -146,6 +177,7 @@ def sphinx_build(folder: Path) -> Path:
         "searchindex.js": 'Search.setIndex({"docnames": ["index", "tutorial"], "terms": {'
                           + ", ".join(f'"glacier{i}": [0, 1]' for i in range(60)) + "}})",
         "_static/doctools.js": "// Sphinx's helpers\nfunction highlight(term) {\n  return term;\n}\n",
+        "_static/basic.css": "h1 {\n    font-size: 160%;\n    color: #20435c;\n}\n",
         "manual.devhelp2": DEVHELP,
         "notes.md": "# Notes\n\nGlaciers carve valleys.\n",
         "notes.html": PAGE.format("Notes", "Glaciers carve valleys."),
@@ -156,8 +188,10 @@ def test_a_sphinx_build_is_indexed_once_with_one_warning_per_kind(tmp_path, tiny
     source = sphinx_build(tmp_path / "html")
     report = build_index(IndexConfig(source=source, index_dir=tmp_path / "idx", model=tiny_model,
                                      show_progress=False))
-    assert report.total_documents == 4  # the three pages and the readable script
+    assert report.total_documents == 3  # the three pages
     notes = "\n".join(report.warnings)
+    assert "2 files left out that web pages are drawn with (1 stylesheet, 1 script; such as " \
+        "_static/basic.css)" in notes
     assert "_sources: 2 files left out: Sphinx's copies" in notes
     assert "index _sources as a source of its own" in notes
     assert "searchindex.js: minified or machine-written" in notes
@@ -167,7 +201,7 @@ def test_a_sphinx_build_is_indexed_once_with_one_warning_per_kind(tmp_path, tiny
     assert report.issues == []  # left out on purpose: warnings, so --strict still builds
     strict = build_index(IndexConfig(source=source, index_dir=tmp_path / "strict", model=tiny_model,
                                      show_progress=False, strict=True))
-    assert strict.total_documents == 4
+    assert strict.total_documents == 3
 
 
 def test_the_sources_folder_on_its_own_is_indexed_whole(tmp_path):
@@ -187,15 +221,18 @@ def test_an_index_built_before_the_rules_drops_what_they_leave_out(tmp_path, tin
         patch.setattr(generated, "minified_note", lambda name, text: None)
         patch.setattr(generated, "markup_only_note", lambda text: None)
         patch.setattr(generated, "sources_beside_documents", lambda labels, mtime: {})
-        assert build_index(cfg).total_documents == 9
+        patch.setattr(generated, "page_assets", lambda labels: {})
+        assert build_index(cfg).total_documents == 10
     report = build_index(cfg)
-    assert (report.total_documents, report.documents_removed) == (4, 5)
+    assert (report.total_documents, report.documents_removed) == (3, 7)
 
 
 @pytest.mark.skipif(not PYTHON_HTML.is_dir(), reason="needs python3.11-doc (.ci/run installs it)")
 def test_the_python_manual_as_debian_ships_it():
-    """The real build: every source copy has its page, only the search index and the glossary data
-    are minified, and of its XML only the Devhelp index and the icons are markup without text."""
+    """The real build: every source copy has its page, its theme (`_static`: stylesheets, scripts,
+    icons, the glossary's data) and pictures (`_images`) are what its pages are drawn with, of the
+    rest only the search index is minified, and of its XML only the Devhelp index is markup
+    without text."""
     issues: list = []
     files = list_source_files(PYTHON_HTML, issues.append)
     labels = {path.relative_to(PYTHON_HTML).as_posix() for path in files}
@@ -203,13 +240,20 @@ def test_the_python_manual_as_debian_ships_it():
     assert copied > 400 and not any(label.startswith("_sources/") for label in labels)
     copies = [issue.problem for issue in issues if issue.path == "_sources"]
     assert len(copies) == 1 and copies[0].startswith(f"{copied:,} files left out")
+    theme = sorted(path.relative_to(PYTHON_HTML).as_posix() for folder in ("_static", "_images")
+                   for path in (PYTHON_HTML / folder).rglob("*")
+                   if path.is_file() and not path.is_symlink())  # jQuery: a link out of the source
+    assert len(theme) > 20 and not labels & set(theme)
+    drawn_with = [issue for issue in issues if "that web pages are drawn with" in issue.problem]
+    assert len(drawn_with) == 1 and sorted(drawn_with[0].files) == theme
+    assert drawn_with[0].problem.startswith(f"{len(theme)} files left out")
     minified = sorted(label for label in labels if label.endswith((".js", ".css", ".json"))
                       and minified_note(label, (PYTHON_HTML / label).read_text(encoding="utf-8")))
-    assert minified == ["_static/glossary.json", "searchindex.js"]
+    assert minified == ["searchindex.js"]
     xml = sorted(label for label in labels if label.endswith((".xml", ".svg", ".devhelp.gz")))
     notes: list = []
     kept = [label for label in xml if list(read_file(PYTHON_HTML / label, label, notes.append))]
-    markup_only = ["_static/caret-down.svg", "_static/py.svg", "python3.11.devhelp.gz"]  # icons
+    markup_only = ["python3.11.devhelp.gz"]
     assert sorted(issue.path for issue in notes if "XML whose words" in issue.problem) == markup_only
     assert kept == [label for label in xml if label not in markup_only]
 
