@@ -1,7 +1,8 @@
 """Files a tool wrote from other files, or the files it wrote them from, where a folder holds both:
 the source copies a Sphinx HTML build keeps beside its pages, a LaTeX, Markdown or reST source
 beside the PDF or HTML made from it, minified code and data, and XML whose words all lie in its
-tags (an index for a help browser, a drawing), and what web pages are drawn with (stylesheets,
+tags (an index for a help browser, a drawing), the index pages a Sphinx build makes of its pages,
+and what web pages are drawn with (stylesheets,
 a page's pictures, its asset folders). Of a source and its document, the document is kept: it is
 what people read, and a PDF's hits have pages.
 
@@ -136,6 +137,35 @@ def source_copies_note(folder: str, copies: dict[str, str]) -> str:
             f"as HTML beside them (such as {example}, of {page}), which would answer every "
             f"question twice; to search the sources themselves, index {folder} as a source of "
             "its own")
+
+
+# The pages a Sphinx build makes of the others, in the folder that holds its search index
+# (`searchindex.js`, or its inventory `objects.inv`): the general index (`genindex.html`, split by
+# letter into `genindex-A.html`... with `genindex-all.html` holding them all again), the domain
+# indices (`py-modindex.html`), the search page (a line of text without JavaScript), and the
+# inventory itself (zlib-compressed, for intersphinx). In the Python 3.11 manual the index
+# pages hold 1.4 MB of text, each entry twice (its letter's page and the page of all): names
+# with the pages they are on, which answer a question with a list of names.
+SPHINX_BUILD_MARKS = ("searchindex.js", "objects.inv")
+_SPHINX_INDEX_PAGE = re.compile(r"(genindex(-[^/]+)?|[a-z]+-modindex|search)\.html?|objects\.inv", re.IGNORECASE)
+
+
+def sphinx_index_pages(labels: Iterable[str]) -> list[str]:
+    """The index pages, search page and inventory of the Sphinx builds among `labels` (paths
+    within the source, '/'-separated; a trailing `.gz` allowed): those in a folder holding a
+    `SPHINX_BUILD_MARKS` file."""
+    known = sorted(labels)
+    builds = {_folder(label) for label in known if PurePosixPath(_content(label)).name in SPHINX_BUILD_MARKS}
+    return [label for label in known if _folder(label) in builds
+            and _SPHINX_INDEX_PAGE.fullmatch(PurePosixPath(_content(label)).name)]
+
+
+def sphinx_index_pages_note(pages: list[str]) -> str:
+    """The warning for the index pages of Sphinx builds (`pages`)."""
+    files = f"{len(pages):,} files" if len(pages) != 1 else "1 file"
+    return (f"{files} left out: the index pages, search page and inventory a Sphinx build makes "
+            f"of its pages (such as {pages[0]}), lists of names that would answer a question "
+            "with a list of links; to search one, index that file as a source of its own")
 
 
 # What web pages are drawn with, where a folder of pages shows it: Sphinx's `_static` (its theme's

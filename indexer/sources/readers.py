@@ -829,7 +829,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
     being built) and any index folder are skipped; the source itself is read even when hidden.
     So are the source copies a Sphinx build keeps beside the pages it made from them
     (`_sources/`, named once per folder), and a LaTeX, Markdown or reST source beside the PDF or
-    HTML made from it, not newer than it (named once), and what web pages are drawn with:
+    HTML made from it, not newer than it (named once), the index pages of a Sphinx build, and
+    what web pages are drawn with:
     stylesheets, a page's pictures, the files of its asset folders (named once):
     `indexer.sources.generated`.
     """
@@ -887,8 +888,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
 
 
 def _without_sources_beside_documents(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
-    """`files` without the sources of documents beside them, Sphinx's copies included, and
-    without what web pages are drawn with (`indexer.sources.generated`)."""
+    """`files` without the sources of documents beside them, Sphinx's copies included, Sphinx's
+    index pages, and what web pages are drawn with (`indexer.sources.generated`)."""
     labels = {path.relative_to(source).as_posix(): path for path in files}
     left_out: set[str] = set()
     for folder, copies in generated.source_copies(labels).items():
@@ -900,6 +901,11 @@ def _without_sources_beside_documents(files: list[Path], source: Path, on_issue:
         on_issue(InputIssue(".", None, generated.sources_beside_documents_note(beside),
                             retains_stored=False, files=tuple(beside)))
         left_out.update(beside)
+    index_pages = generated.sphinx_index_pages(labels)
+    if index_pages:
+        on_issue(InputIssue(".", None, generated.sphinx_index_pages_note(index_pages), retains_stored=False,
+                            files=tuple(index_pages)))
+        left_out.update(index_pages)
     assets = generated.page_assets(label for label in labels if label not in left_out)
     if assets:
         on_issue(InputIssue(".", None, generated.page_assets_note(assets), retains_stored=False,

@@ -19,6 +19,7 @@ from indexer.sources.generated import (
     page_of_source_copy,
     source_copies,
     sources_beside_documents,
+    sphinx_index_pages,
 )
 from indexer.sources.readers import list_source_files, read_documents, read_file
 from tests.indexer.helpers import write_corpus
@@ -90,6 +91,17 @@ def test_a_source_beside_the_document_made_from_it_is_told_by_name(labels, left_
 ])
 def test_what_web_pages_are_drawn_with_is_told_by_the_folder(label, others, kind):
     assert page_assets([label, *others]).get(label) == kind
+
+
+def test_a_sphinx_builds_index_pages_are_told_by_its_search_index_beside_them():
+    build = ["html/searchindex.js", "html/index.html", "html/genindex.html", "html/genindex-A.html",
+             "html/genindex-all.html", "html/py-modindex.html", "html/search.html", "html/objects.inv",
+             "html/library/os.html", "html/library/search.html"]  # a page named so, in another folder
+    assert sphinx_index_pages([*build, "blog/search.html", "blog/genindex.html"]) == [
+        "html/genindex-A.html", "html/genindex-all.html", "html/genindex.html", "html/objects.inv",
+        "html/py-modindex.html", "html/search.html"]
+    assert sphinx_index_pages(["api/objects.inv.gz", "api/genindex.html.gz"]) == [  # Debian gzips
+        "api/genindex.html.gz", "api/objects.inv.gz"]
 
 
 def test_the_assets_warning_counts_each_kind_and_says_how_to_search_one():
@@ -178,6 +190,7 @@ def sphinx_build(folder: Path) -> Path:
                           + ", ".join(f'"glacier{i}": [0, 1]' for i in range(60)) + "}})",
         "_static/doctools.js": "// Sphinx's helpers\nfunction highlight(term) {\n  return term;\n}\n",
         "_static/basic.css": "h1 {\n    font-size: 160%;\n    color: #20435c;\n}\n",
+        "genindex.html": PAGE.format("Index", "glacier (module), [1]; tutorial (glaciers)"),
         "manual.devhelp2": DEVHELP,
         "notes.md": "# Notes\n\nGlaciers carve valleys.\n",
         "notes.html": PAGE.format("Notes", "Glaciers carve valleys."),
@@ -192,6 +205,8 @@ def test_a_sphinx_build_is_indexed_once_with_one_warning_per_kind(tmp_path, tiny
     notes = "\n".join(report.warnings)
     assert "2 files left out that web pages are drawn with (1 stylesheet, 1 script; such as " \
         "_static/basic.css)" in notes
+    assert "\n1 file left out: the index pages, search page and inventory a Sphinx build makes of its " \
+        "pages (such as genindex.html)" in "\n" + notes
     assert "_sources: 2 files left out: Sphinx's copies" in notes
     assert "index _sources as a source of its own" in notes
     assert "searchindex.js: minified or machine-written" in notes
@@ -222,15 +237,17 @@ def test_an_index_built_before_the_rules_drops_what_they_leave_out(tmp_path, tin
         patch.setattr(generated, "markup_only_note", lambda text: None)
         patch.setattr(generated, "sources_beside_documents", lambda labels, mtime: {})
         patch.setattr(generated, "page_assets", lambda labels: {})
-        assert build_index(cfg).total_documents == 10
+        patch.setattr(generated, "sphinx_index_pages", lambda labels: [])
+        assert build_index(cfg).total_documents == 11
     report = build_index(cfg)
-    assert (report.total_documents, report.documents_removed) == (3, 7)
+    assert (report.total_documents, report.documents_removed) == (3, 8)
 
 
 @pytest.mark.skipif(not PYTHON_HTML.is_dir(), reason="needs python3.11-doc (.ci/run installs it)")
 def test_the_python_manual_as_debian_ships_it():
-    """The real build: every source copy has its page, its theme (`_static`: stylesheets, scripts,
-    icons, the glossary's data) and pictures (`_images`) are what its pages are drawn with, of the
+    """The real build: every source copy has its page, its index pages and inventory are told, its
+    theme (`_static`: stylesheets, scripts, icons, the glossary's data) and pictures (`_images`)
+    are what its pages are drawn with, of the
     rest only the search index is minified, and of its XML only the Devhelp index is markup
     without text."""
     issues: list = []
@@ -247,6 +264,11 @@ def test_the_python_manual_as_debian_ships_it():
     drawn_with = [issue for issue in issues if "that web pages are drawn with" in issue.problem]
     assert len(drawn_with) == 1 and sorted(drawn_with[0].files) == theme
     assert drawn_with[0].problem.startswith(f"{len(theme)} files left out")
+    index_pages = ["genindex-all.html", *(f"genindex-{c}.html" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ_"),
+                   "genindex-Symbols.html", "genindex.html", "objects.inv", "py-modindex.html", "search.html"]
+    assert not labels & set(index_pages)
+    told = [issue.files for issue in issues if "index pages, search page and inventory" in issue.problem]
+    assert told == [tuple(sorted(index_pages))]
     minified = sorted(label for label in labels if label.endswith((".js", ".css", ".json"))
                       and minified_note(label, (PYTHON_HTML / label).read_text(encoding="utf-8")))
     assert minified == ["searchindex.js"]
