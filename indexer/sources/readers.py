@@ -389,7 +389,7 @@ def read_text_file(
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
     """A text file's document; HTML (by name or opening tag) is read for its main content, a
-    manual page (roff) as groff typesets it, a GNU Info manual node by node, and a mail message
+    Jupyter notebook as its cells in Markdown, a manual page (roff) as groff typesets it, a GNU Info manual node by node, and a mail message
     as its sender, date and body; an mbox file of several messages, a document a message."""
     messages = _mbox_documents(path, label, on_issue, max_document_chars)
     if messages is not None:  # read as it comes: an archive may be larger than a document may be
@@ -420,6 +420,7 @@ def read_text_file(
         on_issue(InputIssue(label, None, left_out, doc_id=label, retains_stored=False))
         return
     reader = formats.extract_html if html else \
+        formats.extract_notebook if formats.is_notebook(name, text) else \
         formats.extract_manpage if formats.is_manpage(text) else \
         formats.extract_info if formats.is_info(text) else \
         formats.extract_email if formats.is_email(text) else None

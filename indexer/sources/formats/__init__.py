@@ -1,10 +1,12 @@
 """Documents in other formats than plain text: PDF, Word (.docx), OpenDocument (.odt/.odp),
-PowerPoint (.pptx), RTF, HTML, EPUB, manual pages, GNU Info manuals and mail messages.
+PowerPoint (.pptx), RTF, HTML, EPUB, manual pages, GNU Info manuals, mail messages and Jupyter
+notebooks.
 
 A file's format is told by its content, as text is: a PDF by its `%PDF-` header wherever its
 name says otherwise, an office file or e-book by the parts its ZIP container holds, RTF by its
 `{\\rtf` opening, HTML by its name or its opening tag, a manual page by its roff title and
-section lines, an Info manual by makeinfo's first line, a mail message by its header block.
+section lines, an Info manual by makeinfo's first line, a mail message by its header block, a
+notebook by its name or its JSON's `nbformat`.
 `detect` decides for files that are not read as text; `extract` reads them. Each reader returns
 an `Extracted` (text, outline of pages and headings, title, warnings) or raises
 `UnreadableDocument`.
@@ -169,6 +171,17 @@ def mbox_messages(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     return messages(lines)
 
 
+def is_notebook(name: str, text: str) -> bool:
+    """Whether a text file is a Jupyter notebook (see `notebook.is_notebook`)."""
+    from indexer.sources.formats.notebook import is_notebook as jupyter
+    return jupyter(name, text)
+
+
+def extract_notebook(text: str) -> Extracted:
+    from indexer.sources.formats.notebook import read_notebook
+    return read_notebook(text)
+
+
 def is_manpage(text: str) -> bool:
     """Whether a text file is a manual page in roff (see `manpage.is_manpage`)."""
     from indexer.sources.formats.manpage import is_manpage as roff
@@ -182,4 +195,4 @@ def extract_manpage(text: str) -> Extracted:
 
 __all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument",
            "decode_html", "detect", "extract", "extract_email", "extract_html", "extract_info", "extract_manpage",
-           "is_email", "is_html", "is_info", "is_manpage", "mbox_messages"]
+           "extract_notebook", "is_email", "is_html", "is_info", "is_manpage", "is_notebook", "mbox_messages"]
