@@ -229,9 +229,11 @@ def page_assets_note(assets: dict[str, str]) -> str:
     kinds = ", ".join(f"{counts[kind]:,} {kind}{'s' if counts[kind] != 1 else ''}"
                       for kind in ("stylesheet", "script", "picture", "file") if kind in counts)
     example = next(iter(assets))
+    fix = "index that file as a source of its own" + (
+        " (a picture: extract its text to a .txt file first)" if "picture" in counts else "")
     return (f"{len(assets):,} file{'s' if len(assets) != 1 else ''} left out that web pages are drawn "
             f"with ({kinds}; such as {example}): how the pages look, not text to search; to search "
-            "one, index that file as a source of its own")
+            f"one, {fix}")
 
 
 def minified_note(name: str, text: str) -> str | None:

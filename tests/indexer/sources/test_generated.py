@@ -109,7 +109,9 @@ def test_the_assets_warning_counts_each_kind_and_says_how_to_search_one():
                              "_static/c.js": "script", "d.png": "picture"})
     assert note.startswith("4 files left out that web pages are drawn with (2 stylesheets, 1 script, "
                            "1 picture; such as _static/a.css)")
-    assert note.endswith("index that file as a source of its own")
+    assert note.endswith("index that file as a source of its own (a picture: extract its text to a .txt "
+                         "file first)")
+    assert page_assets_note({"_static/a.css": "stylesheet"}).endswith("index that file as a source of its own")
 
 
 def test_a_source_edited_after_its_document_was_made_is_kept():
