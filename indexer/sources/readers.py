@@ -48,7 +48,7 @@ from indexer.sources.documents import (
 )
 from indexer.sources.formats import Extracted, UnreadableDocument
 from indexer.sources.legacy_text import decode_legacy
-from indexer.sources.outline import outline_of_text
+from indexer.sources.outline import latex_title, outline_of_text
 
 logger = logging.getLogger(__name__)
 
@@ -273,13 +273,15 @@ def file_title(name: str, folder: str = "") -> str:
 
 def text_title(name: str, text: str, folder: str = "") -> str:
     """The title of a text document named `name` (without `.gz`) in `folder` (its parent within the
-    source): a Markdown or reST heading, else `file_title`."""
+    source): a Markdown or reST heading, a LaTeX `\\title`, else `file_title`."""
     suffix = Path(name).suffix.lower()
     heading = ""
     if suffix in MARKDOWN_SUFFIXES:
         heading = _title_from_text(text, "")
     elif suffix == ".rst":
         heading = _rst_title(text, "")
+    elif suffix in (".tex", ".ltx"):
+        heading = latex_title(text)
     return one_line(heading) or file_title(name, folder)
 
 
@@ -389,8 +391,9 @@ def read_text_file(
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
     """A text file's document; HTML (by name or opening tag) is read for its main content, a
-    Jupyter notebook as its cells in Markdown, a manual page (roff) as groff typesets it, a GNU Info manual node by node, and a mail message
-    as its sender, date and body; an mbox file of several messages, a document a message."""
+    Jupyter notebook as its cells in Markdown, a manual page (roff) as groff typesets it, a GNU
+    Info manual node by node, and a mail message as its sender, date and body; an mbox file of
+    several messages, a document a message."""
     messages = _mbox_documents(path, label, on_issue, max_document_chars)
     if messages is not None:  # read as it comes: an archive may be larger than a document may be
         yield from messages
@@ -831,9 +834,8 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
     So are the source copies a Sphinx build keeps beside the pages it made from them
     (`_sources/`, named once per folder), and a LaTeX, Markdown or reST source beside the PDF or
     HTML made from it, not newer than it (named once), the index pages of a Sphinx build, and
-    what web pages are drawn with:
-    stylesheets, a page's pictures, the files of its asset folders (named once):
-    `indexer.sources.generated`.
+    what web pages are drawn with: stylesheets, a page's pictures, the files of its asset folders
+    (each named once): `indexer.sources.generated`.
     """
     source = Path(source)
     if not source.exists():
