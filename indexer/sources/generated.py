@@ -36,11 +36,11 @@ _PAGE_NAMES = (".html", ".htm", ".xhtml", "/index.html")
 # Markdown or reST, of a Jupyter notebook (nbconvert), or of the JSON a documentation tool writes
 # beside it (Node.js's API: api/fs.md, api/fs.html and api/fs.json, all from the .md). Under
 # /usr/share/doc: 109 .tex files beside their PDFs (TeX Live's manuals; one of the PDFs older
-# than its source), 64 .md and 65 .json beside their .html; searched with the .json kept, 3 or 4
+# than its source) and a documented package's .dtx (babelbib: 856 passages of its own), 64 .md and 65 .json beside their .html; searched with the .json kept, 3 or 4
 # of the first 8 hits of a question on Node.js's folder were a page's .json twin. The source is
 # left out only when its document is not older than it, so an edit not yet compiled is found.
 _HTML_TWINS = (".md", ".markdown", ".rst", ".ipynb", ".json")
-MADE_FROM = {".pdf": (".tex", ".ltx"), ".html": _HTML_TWINS, ".htm": _HTML_TWINS}
+MADE_FROM = {".pdf": (".tex", ".ltx", ".dtx"), ".html": _HTML_TWINS, ".htm": _HTML_TWINS}
 
 # Code and data that bundlers and generators write on one long line. GitHub's linguist calls a
 # .js or .css file minified when its lines average over 110 characters (`Linguist::Blob#minified_files?`);

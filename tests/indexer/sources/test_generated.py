@@ -57,6 +57,7 @@ def test_copies_are_grouped_by_their_sources_folder():
 @pytest.mark.parametrize("labels, left_out", [
     (["paper.tex", "paper.pdf"], {"paper.tex": "paper.pdf"}),
     (["doc/amsldoc.tex.gz", "doc/amsldoc.pdf"], {"doc/amsldoc.tex.gz": "doc/amsldoc.pdf"}),
+    (["babelbib.dtx.gz", "babelbib.pdf"], {"babelbib.dtx.gz": "babelbib.pdf"}),  # a documented package
     (["api/fs.md", "api/fs.html", "api/fs.json.gz"], {"api/fs.md": "api/fs.html",
                                                       "api/fs.json.gz": "api/fs.html"}),
     (["analysis.ipynb", "analysis.html"], {"analysis.ipynb": "analysis.html"}),  # nbconvert
