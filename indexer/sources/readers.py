@@ -840,8 +840,9 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
     source = Path(source)
     if not source.exists():
         raise FileNotFoundError(
-            f"Source {source} does not exist. Pass a folder of .txt/.md files, a .jsonl, "
-            "a .csv, or a BEIR folder holding corpus.jsonl."
+            f"Source {source} does not exist. Pass a folder of documents (PDF, Word, HTML, Markdown, "
+            "text and the other formats docs/indexing.md lists), one such file, a .jsonl, a .csv, or a "
+            "BEIR folder holding corpus.jsonl."
         )
     if source.is_file():
         return [source]

@@ -176,7 +176,7 @@ def test_duplicate_ids_keep_the_first_and_name_both_places(tmp_path):
 
 
 def test_missing_source_says_what_is_supported(tmp_path):
-    with pytest.raises(FileNotFoundError, match="does not exist. Pass a folder of .txt/.md files"):
+    with pytest.raises(FileNotFoundError, match=r"does not exist. Pass a folder of documents \(PDF, Word, HTML"):
         list(read_documents(tmp_path / "nope"))
 
 
