@@ -172,7 +172,8 @@ def make_encoder(model: Any, name: str, work: Path) -> Callable[[Sequence[str]],
 
 def as_bi_encoder(model: Any, encode: Callable[[Sequence[str]], np.ndarray]) -> Any:
     """A shallow copy of the SentenceTransformer `model` whose `encode` is the variant's, for the
-    indexer and the Searcher, which call `encode(texts, batch_size=..., ...)` on it."""
+    indexer and the Searcher, which call `encode(texts, batch_size=..., ...)` on it (a model whose
+    `encode` is replaced is not run by its own modules: `indexer.pipelined_encoding`)."""
     variant = copy.copy(model)
 
     def encode_call(sentences, *args: object, **kwargs: object) -> np.ndarray:  # noqa: ANN001

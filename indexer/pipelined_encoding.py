@@ -16,8 +16,8 @@ So, for a model made of a torch `Transformer` with a fast tokenizer followed by 
 - copies the vectors back once per flush, not once per batch.
 
 The vectors equal `encode(normalize_embeddings=True)`'s (tests/indexer/test_pipelined_encoding.py).
-Any other model (ONNX/OpenVINO backends, prompts, lower-casing, other modules) gets `None` from
-`PipelinedEncoder.of` and goes through `encode()`.
+Any other model (ONNX/OpenVINO backends, prompts, lower-casing, other modules, an `encode`
+replaced on the instance) gets `None` from `PipelinedEncoder.of` and goes through `encode()`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,11 @@ class PipelinedEncoder:
     @classmethod
     def of(cls, model: Any) -> PipelinedEncoder | None:
         """The pipelined form of `model`, or None where `encode()` must do the work (see the module).
-        Made once per model (and again if its max_seq_length changes)."""
+        Made once per model (and again if its max_seq_length changes). A model whose `encode` was
+        replaced on the instance (a wrapper that computes the vectors otherwise, as bench/
+        encode_variants.py's do) gets None: its `encode` is what it computes with."""
+        if "encode" in getattr(model, "__dict__", {}):
+            return None
         try:
             cached = _CACHE.get(model)
         except TypeError:  # not weakly referenceable: no SentenceTransformer

@@ -7,7 +7,7 @@ import pytest
 
 from bench.bench_encode import choose, matmul_peak, passage_flops
 from bench.encode_variants import VARIANTS, as_bi_encoder, make_encoder
-from indexer.embedding import encode_texts
+from indexer.embedding import encode_query, encode_texts
 
 TEXTS = ["a cat sat on the mat", "The indexer cuts documents into passages of at most 256 tokens. " * 6,
          "short", "bread rises in a warm oven with yeast and water and a little salt"]
@@ -39,6 +39,16 @@ def test_a_variant_stands_in_for_the_model_where_the_indexer_encodes(tiny, tmp_p
     assert np.allclose(got, tiny.encode(TEXTS, normalize_embeddings=True), atol=1e-4)
     assert variant.encode("one text").shape == (tiny.get_sentence_embedding_dimension(),)
     assert tiny.encode.__self__ is tiny, "the model itself is left as it was"
+
+
+def test_the_indexer_encodes_through_the_variant_not_the_models_own_modules(tiny):
+    """`encode_texts` runs a plain bi-encoder's torch modules itself (indexer.pipelined_encoding);
+    a variant must still be what computes the vectors, for the index and for the queries."""
+    marker = np.eye(tiny.get_sentence_embedding_dimension(), dtype=np.float32)[0]
+    variant = as_bi_encoder(tiny, lambda texts: np.tile(marker, (len(texts), 1)))
+    assert np.array_equal(encode_texts(variant, TEXTS, batch_size=2), np.tile(marker, (len(TEXTS), 1)))
+    assert np.array_equal(encode_query(variant, "one query")[0], marker)
+    assert variant.max_seq_length == tiny.max_seq_length and variant.tokenizer is tiny.tokenizer
 
 
 def test_the_arithmetic_counts_tokens_not_padding(tiny):

@@ -102,6 +102,17 @@ def test_models_it_cannot_run_go_through_encode(tiny_model):
     assert PipelinedEncoder.of(object()) is None
 
 
+def test_a_model_whose_encode_is_replaced_is_encoded_by_it(model):
+    """A wrapper that computes the vectors otherwise (another runtime, a cache) is what runs."""
+    import copy
+
+    wrapped = copy.copy(model)
+    marker = np.eye(32, dtype=np.float32)[1]
+    wrapped.encode = lambda texts, **kwargs: np.tile(marker, (len(texts), 1))
+    assert PipelinedEncoder.of(wrapped) is None and PipelinedEncoder.of(model) is not None
+    assert np.array_equal(encode_texts(wrapped, TEXTS[:3]), np.tile(marker, (3, 1)))
+
+
 def test_a_model_left_in_training_mode_encodes_without_dropout(model):
     expected = _reference(model, TEXTS)
     model.train()
