@@ -166,7 +166,8 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _RST_ADORNMENT = re.compile(r"^([=\-~^*#+`:'\"._])\1{2,}\s*$")
 
 
-def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
+def lines_with_offsets(text: str) -> list[tuple[int, str]]:
+    """Each line of `text` (without its line end) with the offset where it starts."""
     out: list[tuple[int, str]] = []
     start = 0
     for line in text.split("\n"):
@@ -179,7 +180,7 @@ def markdown_outline(text: str) -> Outline:
     """The headings of Markdown text: ATX (`## Linux`) and setext (a line underlined by === or
     ---), outside fenced code blocks."""
     headings: list[Heading] = []
-    lines = _lines_with_offsets(text)
+    lines = lines_with_offsets(text)
     fenced = False
     for i, (start, line) in enumerate(lines):
         if _FENCE.match(line):
@@ -204,7 +205,7 @@ def rst_outline(text: str) -> Outline:
     appear, as docutils assigns them."""
     headings: list[Heading] = []
     styles: list[tuple[str, bool]] = []
-    lines = _lines_with_offsets(text)
+    lines = lines_with_offsets(text)
     i = 0
     while i < len(lines) - 1:
         start, line = lines[i]
@@ -228,95 +229,13 @@ def rst_outline(text: str) -> Outline:
     return Outline(headings=tuple(headings))
 
 
-# LaTeX's sectioning commands, outermost first (a document uses some of them: an article starts
-# at \section, a book at \chapter). A starred form and a short title in brackets read alike; a
-# command after a `%` on its line is a comment.
-_LATEX_LEVELS = {"part": 1, "chapter": 2, "section": 3, "subsection": 4, "subsubsection": 5, "paragraph": 6}
-_LATEX_HEADING = re.compile(r"\\(part|chapter|section|subsection|subsubsection|paragraph)\*?\s*(?:\[[^\]\n]*\])?\s*\{")
-_LATEX_TITLE = re.compile(r"\\title\s*(?:\[[^\]\n]*\])?\s*\{")
-_LATEX_COMMENT = re.compile(r"(?<!\\)%")
-_LATEX_COMMENT_LINE = re.compile(r"(?<!\\)%[^\n]*")
-_LATEX_PARAMETER = re.compile(r"#\d")  # `\section{#1}` in a macro's definition: not a heading
-
-
-def _braced(text: str, start: int, limit: int = 1000) -> str | None:
-    """The text of the group whose `{` is just before `start`, up to its matching `}`; None when
-    it does not close within `limit` characters."""
-    depth = 1
-    for i in range(start, min(len(text), start + limit)):
-        if text[i] == "{" and text[i - 1] != "\\":
-            depth += 1
-        elif text[i] == "}" and text[i - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return text[start:i]
-    return None
-
-
-# Commands in a title that say how it looks, not what it says; and notes whose argument is not
-# the title's (a paper's `\thanks{Supported by ...}`).
-_LATEX_LOOKS = frozenset([
-    "tiny", "scriptsize", "footnotesize", "small", "normalsize", "large", "Large", "LARGE", "huge", "Huge",
-    "bfseries", "itshape", "ttfamily", "rmfamily", "sffamily", "scshape", "mdseries", "upshape", "slshape",
-    "em", "bf", "it", "tt", "rm", "sf", "sc", "centering", "raggedright", "newline", "linebreak", "protect",
-    "relax", "hfill", "vfill", "noindent"])
-_LATEX_NOTES = re.compile(r"\\(thanks|footnote|label|index|hspace|vspace)\*?\s*\{")
-
-
-def latex_words(text: str) -> str:
-    """A LaTeX heading's words: comments, notes (`\\thanks{...}`) and layout commands (`\\huge`)
-    left out, a command's argument kept (`\\emph{x}`: x), a logo's name kept (`\\LaTeX{}`:
-    LaTeX), braces, ties, dashes, quotes and escapes undone."""
-    text = _LATEX_COMMENT_LINE.sub("", text)
-    while (note := _LATEX_NOTES.search(text)) is not None:
-        inner = _braced(text, note.end())
-        text = text[: note.start()] + text[note.end() + (len(inner) + 1 if inner is not None else 0):]
-    text = re.sub(r"\\(?:kern|hskip)\s*-?[\d.]+\s*[a-z]{2}", "", text.replace("\\\\", " "))  # a logo's spacing
-    text = re.sub(r"\\([A-Za-z]+)\*?", lambda m: " " if m.group(1) in _LATEX_LOOKS else m.group(0), text)
-    text = re.sub(r"\\([A-Za-z]+)\{\}", r"\1", text)
-    text = re.sub(r"\\[A-Za-z]+\*?\s*(?:\[[^\]]*\])?\{", "{", text)
-    text = re.sub(r"\\([A-Za-z]+)\*?", r"\1", text)
-    text = re.sub(r"\\([^A-Za-z])", r"\1", text)
-    text = text.replace("---", "\u2014").replace("--", "\u2013").replace("``", "\u201c").replace("''", "\u201d")
-    return heading_title(text.replace("{", "").replace("}", "").replace("~", " "))
-
-
-def latex_outline(text: str) -> Outline:
-    """The sectioning commands of LaTeX source (`\\section{Installation}`), with their levels;
-    commented-out ones, and those in a macro's definition (`\\section{#1}`), left out."""
-    headings: list[Heading] = []
-    for start, line in _lines_with_offsets(text):
-        comment = _LATEX_COMMENT.search(line)
-        code = line[: comment.start()] if comment else line
-        for match in _LATEX_HEADING.finditer(code):
-            title = _braced(text, start + match.end())
-            words = latex_words(title) if title is not None and not _LATEX_PARAMETER.search(title) else ""
-            if words:
-                headings.append(Heading(start + match.start(), _LATEX_LEVELS[match.group(1)], words))
-    return Outline(headings=tuple(headings))
-
-
-def latex_title(text: str) -> str:
-    """A LaTeX document's `\\title{...}` (its words), or ""."""
-    for match in _LATEX_TITLE.finditer(text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        if _LATEX_COMMENT.search(text, line_start, match.start()):
-            continue
-        title = _braced(text, match.end())
-        if title is not None:
-            return latex_words(title)
-    return ""
-
-
 def outline_of_text(name: str, text: str) -> Outline:
-    """The outline of a plain-text file by its name: Markdown, reST and LaTeX headings, else none."""
+    """The outline of a plain-text file by its name: Markdown and reST headings, else none."""
     suffix = name.lower().rsplit(".", 1)[-1] if "." in name else ""
     if suffix in ("md", "markdown"):
         return markdown_outline(text)
     if suffix == "rst":
         return rst_outline(text)
-    if suffix in ("tex", "ltx"):
-        return latex_outline(text)
     return Outline()
 
 

@@ -48,7 +48,7 @@ from indexer.sources.documents import (
 )
 from indexer.sources.formats import Extracted, UnreadableDocument
 from indexer.sources.legacy_text import decode_legacy
-from indexer.sources.outline import latex_title, outline_of_text
+from indexer.sources.outline import outline_of_text
 
 logger = logging.getLogger(__name__)
 
@@ -273,15 +273,13 @@ def file_title(name: str, folder: str = "") -> str:
 
 def text_title(name: str, text: str, folder: str = "") -> str:
     """The title of a text document named `name` (without `.gz`) in `folder` (its parent within the
-    source): a Markdown or reST heading, a LaTeX `\\title`, else `file_title`."""
+    source): a Markdown or reST heading, else `file_title`."""
     suffix = Path(name).suffix.lower()
     heading = ""
     if suffix in MARKDOWN_SUFFIXES:
         heading = _title_from_text(text, "")
     elif suffix == ".rst":
         heading = _rst_title(text, "")
-    elif suffix in (".tex", ".ltx"):
-        heading = latex_title(text)
     return one_line(heading) or file_title(name, folder)
 
 
@@ -391,7 +389,8 @@ def read_text_file(
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
     """A text file's document; HTML (by name or opening tag) is read for its main content, a
-    Jupyter notebook as its cells in Markdown, a manual page (roff) as groff typesets it, a GNU
+    Jupyter notebook as its cells in Markdown, LaTeX as its document's body, a manual page (roff)
+    as groff typesets it, a GNU
     Info manual node by node, and a mail message as its sender, date and body; an mbox file of
     several messages, a document a message."""
     messages = _mbox_documents(path, label, on_issue, max_document_chars)
@@ -424,6 +423,7 @@ def read_text_file(
         return
     reader = formats.extract_html if html else \
         formats.extract_notebook if formats.is_notebook(name, text) else \
+        formats.extract_latex if formats.is_latex(name) else \
         formats.extract_manpage if formats.is_manpage(text) else \
         formats.extract_info if formats.is_info(text) else \
         formats.extract_email if formats.is_email(text) else None

@@ -1,12 +1,12 @@
 """Documents in other formats than plain text: PDF, Word (.docx), OpenDocument (.odt/.odp),
-PowerPoint (.pptx), RTF, HTML, EPUB, manual pages, GNU Info manuals, mail messages and Jupyter
-notebooks.
+PowerPoint (.pptx), RTF, HTML, EPUB, manual pages, GNU Info manuals, mail messages, Jupyter
+notebooks and LaTeX sources.
 
 A file's format is told by its content, as text is: a PDF by its `%PDF-` header wherever its
 name says otherwise, an office file or e-book by the parts its ZIP container holds, RTF by its
 `{\\rtf` opening, HTML by its name or its opening tag, a manual page by its roff title and
 section lines, an Info manual by makeinfo's first line, a mail message by its header block, a
-notebook by its name or its JSON's `nbformat`.
+notebook by its name or its JSON's `nbformat`, LaTeX by its name.
 `detect` decides for files that are not read as text; `extract` reads them. Each reader returns
 an `Extracted` (text, outline of pages and headings, title, warnings) or raises
 `UnreadableDocument`.
@@ -182,6 +182,17 @@ def extract_notebook(text: str) -> Extracted:
     return read_notebook(text)
 
 
+def is_latex(name: str) -> bool:
+    """Whether a text file is LaTeX source (see `latex.is_latex`)."""
+    from indexer.sources.formats.latex import is_latex as latex
+    return latex(name)
+
+
+def extract_latex(text: str) -> Extracted:
+    from indexer.sources.formats.latex import read_latex
+    return read_latex(text)
+
+
 def is_manpage(text: str) -> bool:
     """Whether a text file is a manual page in roff (see `manpage.is_manpage`)."""
     from indexer.sources.formats.manpage import is_manpage as roff
@@ -195,4 +206,5 @@ def extract_manpage(text: str) -> Extracted:
 
 __all__ = ["DOCX", "EPUB", "HTML", "HTML_SUFFIXES", "ODF", "PDF", "PPTX", "RTF", "Extracted", "UnreadableDocument",
            "decode_html", "detect", "extract", "extract_email", "extract_html", "extract_info", "extract_manpage",
-           "extract_notebook", "is_email", "is_html", "is_info", "is_manpage", "is_notebook", "mbox_messages"]
+           "extract_latex", "extract_notebook", "is_email", "is_html", "is_info", "is_latex", "is_manpage",
+           "is_notebook", "mbox_messages"]
