@@ -4,8 +4,9 @@ A notebook is JSON (nbformat 4: `cells`; nbformat 3: `worksheets[].cells`, code 
 as plain text, its passages held JSON quoting (`"source": ["## Results\\n", ...`), escaped line
 breaks and the base64 of every plotted figure. Here each cell becomes what it says: a Markdown
 cell as it is written, a code cell as a fenced block in the notebook's language, a raw cell as
-its text; of the outputs, what is text (printed streams, a result's `text/plain`) follows its
-cell, and figures (with their `<Figure size 640x480 with 1 Axes>`), HTML and tracebacks are left out (an error's traceback is terminal codes
+its text; of the outputs, what is text (what was printed to stdout, a result's `text/plain`)
+follows its cell, and figures (with their `<Figure size 640x480 with 1 Axes>`), HTML, stderr
+(warnings, progress bars) and tracebacks are left out (an error's traceback is terminal codes
 around the code already indexed). The outline is the Markdown cells' headings; the title the
 notebook's own (`metadata.title`), else its first heading.
 
@@ -53,7 +54,8 @@ def _outputs(cell: dict[str, Any]) -> list[str]:
             continue
         kind = output.get("output_type")
         if kind == "stream":
-            texts.append(_text(output.get("text")))
+            if output.get("name", output.get("stream")) != "stderr":  # warnings and progress bars
+                texts.append(_text(output.get("text")))
         elif kind in ("execute_result", "display_data", "pyout"):
             data = _dict(output.get("data")) or output
             if not any(str(key).startswith("image/") or key in ("png", "jpeg", "svg") for key in data):

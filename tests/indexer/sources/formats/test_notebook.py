@@ -34,6 +34,7 @@ SURVEY = notebook(
     markdown("# Glacier retreat\n\nWe measure how far the tongue moved each year."),
     code("import pandas as pd\ndf = pd.read_csv('survey.csv')\nprint('mean retreat:', df.retreat.mean(), 'm')",
          {"name": "stdout", "output_type": "stream", "text": ["mean retreat: 12.5 m\n"]},
+         {"name": "stderr", "output_type": "stream", "text": ["FutureWarning: read_csv will change\n"]},
          {"output_type": "display_data", "metadata": {},
           "data": {"image/png": FIGURE_PNG, "text/plain": ["<Figure size 640x480 with 1 Axes>"]}}),
     markdown("## Moraines\n\nThe moraines were mapped from the ridge."),
@@ -56,7 +57,8 @@ def test_cells_read_as_markdown_with_code_fenced_and_text_outputs_kept():
     assert "print('mean retreat:', df.retreat.mean(), 'm')\n```\n\nmean retreat: 12.5 m\n\n## Moraines" in text
     assert "       retreat\ncount     40.0" in text  # a result's text, not its HTML
     assert text.endswith("```python\ndf['x']\n```\n\nRaw notes: survey by boat.")
-    for left_out in (FIGURE_PNG[:20], "<Figure size", "<table>", "KeyError", "\u001b", '"cell_type"', '"source"'):
+    for left_out in (FIGURE_PNG[:20], "<Figure size", "<table>", "KeyError", "\u001b", '"cell_type"', '"source"',
+                     "FutureWarning"):
         assert left_out not in text, left_out
     start = text.index("The moraines were mapped")
     assert extracted.outline.locate(start, start + 10).section == ("Glacier retreat", "Moraines")
