@@ -47,6 +47,7 @@ from indexer.sources.documents import (
     validate_document,
 )
 from indexer.sources.formats import Extracted, UnreadableDocument
+from indexer.sources.front_matter import split_front_matter
 from indexer.sources.legacy_text import decode_legacy
 from indexer.sources.outline import outline_of_text
 
@@ -389,8 +390,8 @@ def read_text_file(
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
     """A text file's document; HTML (by name or opening tag) is read for its main content, a
-    Jupyter notebook as its cells in Markdown, LaTeX as its document's body, a manual page (roff)
-    as groff typesets it, a GNU
+    Jupyter notebook as its cells in Markdown, LaTeX as its document's body, Markdown's YAML front
+    matter as the title and metadata, a manual page (roff) as groff typesets it, a GNU
     Info manual node by node, and a mail message as its sender, date and body; an mbox file of
     several messages, a document a message."""
     messages = _mbox_documents(path, label, on_issue, max_document_chars)
@@ -434,6 +435,17 @@ def read_text_file(
             on_issue(InputIssue(label, None, str(err)))
             return
         yield _file_document(path, label, extracted, on_issue)
+        return
+    front = split_front_matter(text) if Path(name).suffix.lower() in MARKDOWN_SUFFIXES else None
+    if front is not None:  # the block's fields are metadata, its title the title (front_matter.py)
+        fields, text = front
+        if not has_visible_text(text):
+            on_issue(InputIssue(label, None, _EMPTY + " (front matter only)", doc_id=label))
+            return
+        title = fields.pop("title", None)
+        yield Document(doc_id=label, title=one_line(title) if isinstance(title, str) and one_line(title)
+                       else text_title(name, text, _folder_of(label)), text=text, source=label,
+                       metadata=fields, outline=outline_of_text(name, text))
         return
     yield Document(doc_id=label, title=text_title(name, text, _folder_of(label)), text=text, source=label,
                    outline=outline_of_text(name, text))
