@@ -2,9 +2,8 @@
 the source copies a Sphinx HTML build keeps beside its pages, a LaTeX, Markdown or reST source
 beside the PDF or HTML made from it, minified code and data, and XML whose words all lie in its
 tags (an index for a help browser, a drawing), the index pages a Sphinx build makes of its pages,
-and what web pages are drawn with (stylesheets,
-a page's pictures, its asset folders). Of a source and its document, the document is kept: it is
-what people read, and a PDF's hits have pages.
+and what web pages are drawn with (stylesheets, a page's pictures, its asset folders). Of a source
+and its document, the document is kept: it is what people read, and a PDF's hits have pages.
 
 Measured on the Python 3.11 manual as Debian ships it (python3.11-doc: 1,050 files, 48,683
 passages with the default model): Sphinx's `_sources/` copies made 17,515 passages (every page
@@ -19,6 +18,7 @@ and the build names what each left out and why.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 from typing import cast
@@ -36,9 +36,10 @@ _PAGE_NAMES = (".html", ".htm", ".xhtml", "/index.html")
 # Markdown or reST, of a Jupyter notebook (nbconvert), or of the JSON a documentation tool writes
 # beside it (Node.js's API: api/fs.md, api/fs.html and api/fs.json, all from the .md). Under
 # /usr/share/doc: 109 .tex files beside their PDFs (TeX Live's manuals; one of the PDFs older
-# than its source) and a documented package's .dtx (babelbib: 856 passages of its own), 64 .md and 65 .json beside their .html; searched with the .json kept, 3 or 4
-# of the first 8 hits of a question on Node.js's folder were a page's .json twin. The source is
-# left out only when its document is not older than it, so an edit not yet compiled is found.
+# than its source) and a documented package's .dtx (babelbib: 856 passages of its own), 64 .md
+# and 65 .json beside their .html; searched with the .json kept, 3 or 4 of the first 8 hits of a
+# question on Node.js's folder were a page's .json twin. The source is left out only when its
+# document is not older than it, so an edit not yet compiled is found.
 _HTML_TWINS = (".md", ".markdown", ".rst", ".ipynb", ".json")
 MADE_FROM = {".pdf": (".tex", ".ltx", ".dtx"), ".html": _HTML_TWINS, ".htm": _HTML_TWINS}
 
@@ -176,9 +177,10 @@ def sphinx_index_pages_note(pages: list[str]) -> str:
 # stylesheets ranked first for "how to change the font size and colour of headings" and "search
 # box highlight words", and third for "line height and margins of the page" (above LaTeX's
 # geometry manual); in the Python 3.11 manual `_static` holds 9 readable scripts of the theme's
-# (a copy button, a menu, the search page's code). A stylesheet or script given as the source
-# itself, or a folder of them given as its own source, is read. `bench/bench_left_out.py` counts
-# both rules' files among the first 10 hits of questions, indexed against left out (BENCHMARKS.md).
+# (a copy button, a menu, the search page's code). A file given as the source itself is read,
+# and so is an asset folder given as a source of its own (but for its stylesheets).
+# `bench/bench_left_out.py` counts both rules' files among the first 10 hits of questions,
+# indexed against left out (BENCHMARKS.md).
 ASSET_FOLDERS = ("_static", "_images")
 SAVED_PAGE_FOLDER = "_files"
 STYLESHEETS = (".css", ".css.map", ".scss", ".sass", ".less")
@@ -224,9 +226,7 @@ def _folder(label: str) -> str:
 
 def page_assets_note(assets: dict[str, str]) -> str:
     """The warning for the files web pages are drawn with (`assets`: file -> kind)."""
-    counts: dict[str, int] = {}
-    for kind in assets.values():
-        counts[kind] = counts.get(kind, 0) + 1
+    counts = Counter(assets.values())
     kinds = ", ".join(f"{counts[kind]:,} {kind}{'s' if counts[kind] != 1 else ''}"
                       for kind in ("stylesheet", "script", "picture", "file") if kind in counts)
     example = next(iter(assets))

@@ -89,6 +89,7 @@ def test_a_source_beside_the_document_made_from_it_is_told_by_name(labels, left_
     ("scans/receipt.png", ["index.html"], None),  # no page in its folder: read (and reported)
     ("_downloads/example.py", ["index.html"], None),  # Sphinx's downloads are content
     ("_static/notes.txt", [], None),
+    ("doctools.js", ["basic.css", "py.png"], None),  # `_static` indexed as a source of its own
 ])
 def test_what_web_pages_are_drawn_with_is_told_by_the_folder(label, others, kind):
     assert page_assets([label, *others]).get(label) == kind
