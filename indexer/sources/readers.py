@@ -195,9 +195,10 @@ def _read_text(path: Path, label: str, on_issue: IssueHandler, limit: int | None
         on_issue(InputIssue(label, None, f"unreadable ({err.strerror or err})"))
         return None
     if raw.startswith(_GZIP_MAGIC):
-        raw = _gunzip(raw, label, on_issue, limit)
-        if raw is None:
+        unpacked = _gunzip(raw, label, on_issue, limit)
+        if unpacked is None:
             return None
+        raw = unpacked
     if html:
         return formats.decode_html(raw)
     if formats.is_email(raw[:_MAIL_HEAD_BYTES].decode("latin-1")):
@@ -443,9 +444,9 @@ def read_text_file(
             on_issue(InputIssue(label, None, _EMPTY + " (front matter only)", doc_id=label))
             return
         title = fields.pop("title", None)
-        yield Document(doc_id=label, title=one_line(title) if isinstance(title, str) and one_line(title)
-                       else text_title(name, text, _folder_of(label)), text=text, source=label,
-                       metadata=fields, outline=outline_of_text(name, text))
+        title = one_line(title) if isinstance(title, str) else ""
+        yield Document(doc_id=label, title=title or text_title(name, text, _folder_of(label)), text=text,
+                       source=label, metadata=fields, outline=outline_of_text(name, text))
         return
     yield Document(doc_id=label, title=text_title(name, text, _folder_of(label)), text=text, source=label,
                    outline=outline_of_text(name, text))
