@@ -30,6 +30,8 @@ from indexer.sources.outline import Block, assemble, page_ranges
 _PASSWORD_ERROR = 4
 # PDF producers that put their own name, not the document's, in the Title field.
 _NOT_TITLES = ("untitled", "microsoft word - ", "powerpoint presentation")
+# ... or the name of the file it converted (TeX Live's samplepdf.pdf is titled "samplepdf.pdf").
+_FILE_NAMES = (".dvi", ".tex", ".doc", ".docx", ".pdf", ".ps", ".odt", ".pptx")
 # The first page's title: its largest font size with 3 letters or more, at least 1.15 times the
 # size most of its letters have (a page set in one size has no title), read from its first
 # character of that size to its last, up to 3 characters of other sizes between two of them (the
@@ -73,7 +75,7 @@ def metadata_title(pdf: pdfium.PdfDocument) -> str:
     """The PDF's Title field, unless empty or a producer's placeholder."""
     title = " ".join(str(pdf.get_metadata_dict().get("Title") or "").split())
     lowered = title.lower()
-    if not title or any(lowered.startswith(junk) for junk in _NOT_TITLES) or lowered.endswith((".dvi", ".tex", ".doc", ".docx")):
+    if not title or any(lowered.startswith(junk) for junk in _NOT_TITLES) or lowered.endswith(_FILE_NAMES):
         return ""
     return title
 

@@ -97,6 +97,9 @@ def test_a_pdf_without_a_title_field_is_titled_by_its_first_pages_largest_text(t
     assert read_pdf(_paper(tmp_path / "a.pdf", 20)).title == "Glacial Erosion of Alpine Valleys"
     # The Title field comes first; a heading no larger than the body is no title (the file name is).
     assert read_pdf(_paper(tmp_path / "b.pdf", 20, title="Erosion")).title == "Erosion"
+    # A file name in the field is a converter's, not a title: the first page's text titles it.
+    for converted in ("paper.pdf", "paper.PS", "Microsoft Word - paper.docx"):
+        assert read_pdf(_paper(tmp_path / "e.pdf", 20, title=converted)).title == "Glacial Erosion of Alpine Valleys"
     assert read_pdf(_paper(tmp_path / "c.pdf", 12)).title == ""
     assert read_pdf(write_pdf(tmp_path / "d.pdf", PAGE_TEXTS)).title == ""
 
