@@ -232,7 +232,7 @@ def rst_outline(text: str) -> Outline:
 def outline_of_text(name: str, text: str) -> Outline:
     """The outline of a plain-text file by its name: Markdown and reST headings, else none."""
     suffix = name.lower().rsplit(".", 1)[-1] if "." in name else ""
-    if suffix in ("md", "markdown"):
+    if suffix in ("md", "markdown", "rmd", "qmd"):  # R Markdown and Quarto are Markdown with code chunks
         return markdown_outline(text)
     if suffix == "rst":
         return rst_outline(text)

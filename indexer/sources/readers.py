@@ -54,7 +54,7 @@ from indexer.sources.outline import outline_of_text
 logger = logging.getLogger(__name__)
 
 RECORD_SUFFIXES = (".jsonl", ".csv")
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".rmd", ".qmd")  # R Markdown and Quarto: Markdown with code chunks
 # Suffixes that only say "text": the title drops them ("notes.txt" -> "notes"); any other
 # name is kept whole as the title ("README.Debian", "MPL-1.1").
 PLAIN_TEXT_SUFFIXES = (".txt", ".text", ".rst", *MARKDOWN_SUFFIXES)

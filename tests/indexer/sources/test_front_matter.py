@@ -62,6 +62,17 @@ def test_a_markdown_file_is_titled_by_its_front_matter_and_keeps_the_rest_as_met
     assert [str(issue) for issue in issues] == ["only.md: empty document (front matter only)"]
 
 
+def test_r_markdown_and_quarto_read_as_markdown(tmp_path):
+    analysis = ("---\ntitle: Glacier survey\nauthor: A. Field\nformat: html\n---\n\n## Data\n\n"
+                "```{r}\n# not a heading: R code\nsurvey <- read.csv('survey.csv')\n```\n\n## Results\n\nThe snout retreated.\n")
+    for name in ("survey.Rmd", "survey.qmd"):
+        (tmp_path / name).write_text(analysis, encoding="utf-8")
+    docs = list(read_documents(tmp_path))
+    assert [(doc.doc_id, doc.title, doc.metadata["author"]) for doc in docs] == [
+        ("survey.Rmd", "Glacier survey", "A. Field"), ("survey.qmd", "Glacier survey", "A. Field")]
+    assert [[h.title for h in doc.outline.headings] for doc in docs] == [["Data", "Results"]] * 2
+
+
 def test_a_search_filters_on_front_matter_fields(tmp_path, tiny_model):
     source = tmp_path / "notes"
     source.mkdir()
