@@ -39,8 +39,11 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str] | None:
     opening = _OPEN.match(text)
     if opening is None:
         return None
-    closing = _CLOSE.search(text, opening.end())
-    if closing is None or text.count("\n", opening.end(), closing.start()) > MAX_LINES:
+    end = opening.end()  # the block is looked for in the next MAX_LINES + 1 lines only
+    for _ in range(MAX_LINES + 1):
+        end = text.find("\n", end) + 1 or len(text)
+    closing = _CLOSE.search(text, opening.end(), end)
+    if closing is None:
         return None
     import yaml
 

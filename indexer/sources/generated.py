@@ -40,8 +40,9 @@ _PAGE_NAMES = (".html", ".htm", ".xhtml", "/index.html")
 # and 65 .json beside their .html; searched with the .json kept, 3 or 4 of the first 8 hits of a
 # question on Node.js's folder were a page's .json twin. The source is left out only when its
 # document is not older than it, so an edit not yet compiled is found.
-_HTML_TWINS = (".md", ".markdown", ".rst", ".ipynb", ".json")
-MADE_FROM = {".pdf": (".tex", ".ltx", ".dtx"), ".html": _HTML_TWINS, ".htm": _HTML_TWINS}
+# R Markdown and Quarto render beside their source as well, to HTML or PDF.
+_HTML_TWINS = (".md", ".markdown", ".rst", ".ipynb", ".json", ".rmd", ".qmd")
+MADE_FROM = {".pdf": (".tex", ".ltx", ".dtx", ".rmd", ".qmd"), ".html": _HTML_TWINS, ".htm": _HTML_TWINS}
 
 # Code and data that bundlers and generators write on one long line. GitHub's linguist calls a
 # .js or .css file minified when its lines average over 110 characters (`Linguist::Blob#minified_files?`);

@@ -58,6 +58,8 @@ def test_copies_are_grouped_by_their_sources_folder():
     (["paper.tex", "paper.pdf"], {"paper.tex": "paper.pdf"}),
     (["doc/amsldoc.tex.gz", "doc/amsldoc.pdf"], {"doc/amsldoc.tex.gz": "doc/amsldoc.pdf"}),
     (["babelbib.dtx.gz", "babelbib.pdf"], {"babelbib.dtx.gz": "babelbib.pdf"}),  # a documented package
+    (["survey.qmd", "survey.html"], {"survey.qmd": "survey.html"}),  # Quarto's render
+    (["survey.Rmd", "survey.pdf"], {"survey.Rmd": "survey.pdf"}),  # knitr's
     (["api/fs.md", "api/fs.html", "api/fs.json.gz"], {"api/fs.md": "api/fs.html",
                                                       "api/fs.json.gz": "api/fs.html"}),
     (["analysis.ipynb", "analysis.html"], {"analysis.ipynb": "analysis.html"}),  # nbconvert
