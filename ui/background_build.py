@@ -68,6 +68,8 @@ class BuildCounts:
     issues: tuple[tuple[str, str], ...] = ()
     # Input left out on purpose: (the files it stands for, what the build said of them).
     left_out: tuple[tuple[tuple[str, ...], str], ...] = ()
+    # The files of issues about one record or message in them (a line): their other documents stand.
+    files_with_records: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, report: BuildReport) -> BuildCounts:
@@ -76,7 +78,8 @@ class BuildCounts:
                    report.model_seconds, time.time(), tuple((issue.path, str(issue)) for issue in report.issues),
                    tuple((issue.files, issue.problem) if issue.files else
                          ((issue.path,), f"{issue.path} left out: {issue.problem}")
-                         for issue in report.left_out))
+                         for issue in report.left_out),
+                   tuple(sorted({issue.path for issue in report.issues if issue.line is not None})))
 
     def summary(self) -> str:
         return self.summary_line

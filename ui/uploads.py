@@ -158,12 +158,14 @@ def prepare_uploads(
 def finish_uploads(prepared: PreparedUploads, counts: BuildCounts) -> UploadResult:
     """What the build did for this batch. A single-document file (any text file, or a binary one)
     with an issue was skipped as a whole, so it is deleted again rather than warned about with
-    every later upload; a .jsonl or .csv stays, as its other records were indexed. So is a file
-    left out on purpose (minified data, a LaTeX source uploaded with its PDF)."""
+    every later upload; a .jsonl or .csv stays, as its other records were indexed, and so does an
+    mbox or a JSON export whose issues are about records in it (a line). A file left out on purpose
+    (minified data, a LaTeX source uploaded with its PDF) is deleted too."""
     batch = set(prepared.saved)
     issues = [(path, text) for path, text in counts.issues if path in batch]
     left_out = [(batch.intersection(files), note) for files, note in counts.left_out if batch.intersection(files)]
-    _forget_whole_file_uploads(prepared.config.source, [path for path, _ in issues]
+    kept = set(counts.files_with_records)  # an mbox or JSON export with one bad record: the rest was indexed
+    _forget_whole_file_uploads(prepared.config.source, [path for path, _ in issues if path not in kept]
                                + [name for files, _ in left_out for name in files])
     return UploadResult(report=counts, saved=prepared.saved, issues=[text for _, text in issues],
                         left_out=[note for _, note in left_out],

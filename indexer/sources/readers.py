@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
-from indexer.sources import formats, generated
+from indexer.sources import formats, generated, json_records
 from indexer.sources.documents import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     Document,
@@ -54,6 +54,7 @@ from indexer.sources.outline import outline_of_text
 logger = logging.getLogger(__name__)
 
 RECORD_SUFFIXES = (".jsonl", ".csv")
+JSON_SUFFIX = ".json"  # an export of records (`json_records`) is told by its content; this is its usual name
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".rmd", ".qmd")  # R Markdown and Quarto: Markdown with code chunks
 # Suffixes that only say "text": the title drops them ("notes.txt" -> "notes"); any other
 # name is kept whole as the title ("README.Debian", "MPL-1.1").
@@ -66,6 +67,9 @@ _MAX_BYTES_PER_CHAR = 4
 # A PDF, Word file or e-book compressed with gzip (Debian ships manuals so: bzip2's manual.pdf.gz)
 # is unpacked into a temporary file of at most this many bytes (a gzip bomb never fills the disk).
 _MAX_UNPACKED_BYTES = 1 << 30
+# A JSON export of records (`json_records`) is read whole up to this size, records and all: each
+# record is then a document under the size limit. Most APIs export in pages well under it.
+_MAX_RECORDS_BYTES = 512 * 2**20
 _SNIFF_BYTES = 8192
 _MAIL_HEAD_BYTES = 65536
 # The csv module refuses fields over 128 KiB by default; a document's size is limited
@@ -399,7 +403,8 @@ def read_text_file(
     if messages is not None:  # read as it comes: an archive may be larger than a document may be
         yield from messages
         return
-    if max_document_chars is not None:
+    records = _opens_as_json(path)  # perhaps an export of records, each under the limit on its own
+    if max_document_chars is not None and not records:
         # No encoding read here takes more than 4 bytes a character (plus a BOM), so a
         # larger file is refused without reading it into memory.
         try:
@@ -412,9 +417,20 @@ def read_text_file(
             return
     limit = None if max_document_chars is None else _MAX_BYTES_PER_CHAR * max_document_chars + 4
     name = content_name(path)
+    if records:
+        limit = _MAX_RECORDS_BYTES if limit is None else max(limit, _MAX_RECORDS_BYTES)
     text = _read_text(path, label, on_issue, limit, html=name.lower().endswith(formats.HTML_SUFFIXES))
     if text is None:
         return
+    if records and not formats.is_notebook(name, text):
+        try:
+            yield from _record_documents(label, json_records.records(text), on_issue)
+            return
+        except json_records.NotRecords:
+            pass  # a JSON document of another kind (a configuration, a schema): read as text
+        if max_document_chars is not None and len(text) > max_document_chars:
+            on_issue(InputIssue(label, None, document_too_long(f"{len(text):,} characters", max_document_chars)))
+            return
     if not has_visible_text(text):
         on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
         return
@@ -450,6 +466,57 @@ def read_text_file(
         return
     yield Document(doc_id=label, title=text_title(name, text, _folder_of(label)), text=text, source=label,
                    outline=outline_of_text(name, text))
+
+
+def _opens_as_json(path: Path) -> bool:
+    """Whether a file (gzip too) opens as a JSON array or object, and so may be an export of
+    records; one over `_MAX_RECORDS_BYTES` is read as any text file is."""
+    head = _unpacked_head(path, 64)
+    if head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n")[:1] not in (b"[", b"{"):
+        return False
+    try:
+        return path.stat().st_size <= _MAX_RECORDS_BYTES
+    except OSError:
+        return False
+
+
+def _record_documents(label: str, records: Iterator[json_records.Record | json_records.NotAnObject],
+                      on_issue: IssueHandler) -> Iterator[Document]:
+    """The records of a JSON export as documents (`indexer.sources.json_records`), each named
+    `FILE#<its id>`, else `FILE#L<the line where it opens>`; one without text is skipped and named.
+    Raises `NotRecords`, before any document, for JSON that is not an export of records, or whose
+    records hold no text at all (a JSON Patch, a table of codes: read as text, as before)."""
+    held: list[InputIssue] | None = []  # the issues before the first record with text
+    for record in records:
+        if isinstance(record, json_records.NotAnObject):
+            issue = InputIssue(label, record.line, f"{record.kind} in the list of records, where each record "
+                               "is an object; it is skipped")
+        else:
+            doc_id = f"{label}#{record.record_id}" if record.record_id is not None else f"{label}#L{record.line}"
+            if has_visible_text(record.text):
+                if held is not None:
+                    for issue in held:
+                        on_issue(issue)
+                    held = None
+                yield _record_document(label, doc_id, record)
+                continue
+            fields = ", ".join(json_records.TEXT_FIELDS_SHOWN)
+            issue = InputIssue(label, record.line, f"empty record: no title and no text (a field named {fields}, "
+                               "..., or a string of four words or more); it is skipped", doc_id=doc_id)
+        if held is None:
+            on_issue(issue)
+        else:
+            held.append(issue)
+    if held is not None:
+        raise json_records.NotRecords("no record holds text")
+
+
+def _record_document(label: str, doc_id: str, record: json_records.Record) -> Document:
+    name = label.rsplit("/", 1)[-1]
+    title = record.title or (f"{name} #{record.record_id}" if record.record_id is not None
+                             else f"{name}, line {record.line:,}")
+    return Document(doc_id=doc_id, title=one_line(title), text=record.text, source=label,
+                    metadata=record.metadata, line=record.line, outline=record.outline)
 
 
 def _mbox_documents(path: Path, label: str, on_issue: IssueHandler,
@@ -498,9 +565,9 @@ def _message_documents(label: str, messages: Iterator[tuple[int, str]], on_issue
 
 def mbox_message_line(doc_id: str, source: str) -> int | None:
     """The line of an mbox message's "From " line, for a document named as `_message_documents`
-    names one (`FILE#L<line>`, FILE not a record file); None for any other document."""
+    names one (`FILE#L<line>`, FILE not a record file or a JSON export); None for any other document."""
     number = doc_id.removeprefix(f"{source}#L")
-    records = Path(content_name(Path(source))).suffix.lower() in RECORD_SUFFIXES
+    records = Path(content_name(Path(source))).suffix.lower() in (*RECORD_SUFFIXES, JSON_SUFFIX)
     return None if number == doc_id or not number.isdigit() or records else int(number)
 
 
@@ -982,8 +1049,9 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
     """About how many documents `source` holds, without parsing any (a build's progress total over
     a source read in windows): a line per JSONL record, one per CSV line after the header (a
     quoted line break counts one more), one per "From " line after an empty line of an mbox
-    (named `.mbox`, `.mbx` or without a suffix, as mail clients keep their folders), one per other
-    file. Reads at the speed of the disk: about 8 s for 10M JSONL records."""
+    (named `.mbox`, `.mbx` or without a suffix, as mail clients keep their folders), one per record
+    of a JSON export (parsed: the JSON decoder's speed), one per other file. Reads at the speed of
+    the disk: about 8 s for 10M JSONL records."""
     total = 0
     for path in list_source_files(Path(source), lambda issue: None, exclude):
         suffix = Path(content_name(path)).suffix.lower()
@@ -991,7 +1059,7 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
             total += _count_separators(path)
             continue
         if suffix not in RECORD_SUFFIXES:
-            total += 1
+            total += _count_json_records(path) if _opens_as_json(path) else 1
             continue
         try:
             lines = _count_lines(path)
@@ -999,6 +1067,12 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
             continue  # the read reports it
         total += max(0, lines - 1) if suffix == ".csv" else lines
     return total
+
+
+def _count_json_records(path: Path) -> int:
+    """How many records a JSON export holds (1 for any other JSON file): parsed, unlike the others."""
+    text = _read_text(path, path.name, lambda issue: None, _MAX_RECORDS_BYTES)
+    return 1 if text is None else json_records.count(text)
 
 
 # The names an mbox goes by: Thunderbird's and mutt's folders have no suffix, archives `.mbox`.

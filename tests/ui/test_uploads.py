@@ -152,6 +152,18 @@ def test_index_uploads_indexes_good_files_and_reports_bad_ones(tmp_path: Path) -
     assert again.issues == []
 
 
+def test_an_export_with_one_bad_record_is_kept_with_its_other_records(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    export = (b'[{"number": 1, "title": "Printer jams", "body": "The printer on floor two jams on every job."},\n'
+              b' {"number": 2, "labels": ["x"]}]')
+    result = index_uploads([("tickets.json", export)], index)
+    assert result.report.documents_added == 1
+    assert len(result.issues) == 1 and result.issues[0].startswith("tickets.json:2: empty record")
+    # Its good record was indexed: the file stays, so the next build keeps reading it.
+    assert [p.name for p in uploads_dir(index).iterdir()] == ["tickets.json"]
+    assert [hit.doc_id for hit in Searcher(index).search("printer", k=1, mode="bm25")] == ["tickets.json#1"]
+
+
 @pytest.mark.integration
 def test_index_uploads_takes_any_text_file_and_refuses_a_batch_with_nothing_to_index(tmp_path: Path) -> None:
     import gzip
