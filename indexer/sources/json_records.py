@@ -233,10 +233,11 @@ class _LineCounter:
         return self.line
 
 
-def record_of(item: dict[str, Any], line: int) -> Record:
-    """One record's id, title, text (with a heading per prose field) and metadata. A record whose
-    prose lies mostly below its own fields (`nested_document`) has all of it as its text."""
-    record_id, id_key = _record_id(item)
+def record_of(item: dict[str, Any], line: int, id_fields: tuple[str, ...] = ID_FIELDS) -> Record:
+    """One record's id (by the first of `id_fields` present), title, text (with a heading per prose
+    field) and metadata. A record whose prose lies mostly below its own fields (`nested_document`)
+    has all of it as its text."""
+    record_id, id_key = _record_id(item, id_fields)
     title, title_path = _title(item)
     # The record's own fields: its top level, and the object its title is in (Jira's `fields`).
     own = {"", title_path.rpartition(".")[0] if title_path else ""}
@@ -299,8 +300,8 @@ def _is_text(key: str, value: str, own: bool) -> bool:
     return key in TEXT_FIELDS or is_prose(value) if own else key in THREAD_FIELDS
 
 
-def _record_id(item: dict[str, Any]) -> tuple[str | None, str | None]:
-    for key in ID_FIELDS:
+def _record_id(item: dict[str, Any], id_fields: tuple[str, ...]) -> tuple[str | None, str | None]:
+    for key in id_fields:
         value = item.get(key)
         if isinstance(value, str) and value.strip() or isinstance(value, int) and not isinstance(value, bool):
             return str(value).strip(), key

@@ -702,7 +702,9 @@ def _file_lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
-    """Lines of {id, title, text, ...}; BEIR's `_id` works as the id, other fields become metadata."""
+    """Lines of {id, title, text, ...}; BEIR's `_id` works as the id, other fields become metadata.
+    A line without a `text` field is read as a record of a JSON export is (`json_records.record_of`:
+    its prose as text, its title, its other fields as metadata by dotted path), with the same id."""
     lines = _text_lines(path, label, on_issue)
     if lines is None:
         return
@@ -727,9 +729,18 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
             )
             continue
         doc_id, problem = _record_id(row, label, line_no)
+        if "text" not in row:  # a line of an export (`jq -c '.[]' tickets.json`): read as its records are
+            record = json_records.record_of(row, line_no, id_fields=("id", "_id"))
+            if doc_id is not None and has_visible_text(record.text):  # a ticket of a title alone too
+                yield Document(doc_id=doc_id, title=record.title, text=record.text, source=label,
+                               metadata=record.metadata, line=line_no, outline=record.outline)
+                continue
         if not body or not has_visible_text(body):
             blank = "empty document (no 'text' field or it is blank)" if not body or not body.strip() \
                 else _INVISIBLE
+            if "text" not in row:
+                blank = ("empty document: no 'text' field, and no title or field of prose (body, description, "
+                         "content, ..., or a string of four words or more)")
             on_issue(InputIssue(label, line_no, blank, doc_id=doc_id))
             continue
         if doc_id is None:

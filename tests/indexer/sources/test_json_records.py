@@ -229,3 +229,24 @@ def test_nodejs_api_references_lose_no_description():
         missing = [desc for desc in descs if desc and desc.replace("\r\n", "\n") not in texts]
         assert descs and not missing, (path.name, len(missing), missing[:2])
     assert as_records >= len(files[::4]) // 2
+
+
+def test_a_jsonl_line_without_a_text_field_is_read_as_a_record(tmp_path):
+    """`jq -c '.[]' issues.json > issues.jsonl`: each line a ticket, read as the export's records
+    are, with JSON Lines' ids (`id`, `_id`, else the line)."""
+    lines = tmp_path / "issues.jsonl"
+    lines.write_text("\n".join(json.dumps(row) for row in [
+        *GITHUB, {"id": "t-3", "text": "A line with its text field reads as it always did.", "labels": ["x"]},
+        {"id": "t-4", "title": "A title alone"}, {"id": "t-5", "state": "open"}]) + "\n", encoding="utf-8")
+    issues: list = []
+    docs = list(read_documents(lines, on_issue=issues.append))
+    assert [(doc.doc_id, doc.title, doc.text) for doc in docs][1:] == [
+        ("issues.jsonl#L2", "Export to CSV drops the last row", "Export to CSV drops the last row"),
+        ("t-3", "", "A line with its text field reads as it always did."),
+        ("t-4", "A title alone", "A title alone")]
+    assert docs[0].title == "Login page freezes after a wrong password" and docs[0].doc_id == "1999999901"
+    assert docs[0].text.startswith("Steps to reproduce:\n1.") and docs[0].metadata["labels.name"] == ["bug", "ui"]
+    assert docs[0].metadata["number"] == 42 and "id" not in docs[0].metadata
+    assert docs[2].metadata == {"labels": ["x"]}
+    # A line of neither text nor title is named.
+    assert [(issue.line, issue.problem.split(":")[0]) for issue in issues] == [(5, "empty document")]
