@@ -46,9 +46,9 @@ def upload_section(folder: Path) -> None:
         "PowerPoint deck (.pptx), RTF file, saved mail (.eml), web page (.html) or e-book (.epub) "
         "becomes one document, each hit showing its page, slide or section; so does any text file "
         "(.txt, .md, .rst, a README), and a .gz of any of these. Each message of a mail folder (mbox) "
-        "is one document; so is each record of a JSON export of tickets or issues (a list of objects), "
-        "and each .jsonl line and .csv row, which needs a `text` field (and may "
-        "have `id` and `title`). A .csv names its columns in its "
+        "is one document; so is each record of a JSON export of tickets or issues (a list of objects: "
+        "its prose is the text, its other fields metadata to filter on), each .jsonl line (read "
+        "alike where it has no `text` field) and each .csv row. A .csv names its columns in its "
         "first row; one without a `text` column asks "
         "which of its columns holds the text.",
     )
