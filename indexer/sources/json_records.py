@@ -27,9 +27,12 @@ document of JSON syntax whose passages ran across tickets. Here each record is a
 
 A JSON file that holds no such list (a configuration, a schema, a notebook, an object of
 objects, an object with a list of objects beside another object or list of them) is not records
-and is read as text, as before; so is one whose records hold no text (a JSON Patch). The file is scanned with the standard
-library's decoder (`json.JSONDecoder.raw_decode`), a record at a time from where it opens, which
-is how each record's line is known; no other parser gives positions without a dependency.
+and is read as text, as before; so is one whose records hold no text (a JSON Patch).
+
+The file is checked whole by the standard library's decoder, then scanned with it
+(`json.JSONDecoder.raw_decode`) a record at a time from where each opens, which is how each
+record's line is known; no other parser gives positions without a dependency. The check holds
+the whole list in memory for a moment: the reader takes files up to 512 MiB.
 """
 
 from __future__ import annotations
@@ -89,11 +92,6 @@ class Record:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def looks_like_json(text: str) -> bool:
-    """Whether `text` opens as a JSON array or object would (a cheap test before parsing)."""
-    return text.lstrip(" \t\r\n\ufeff")[:1] in ("[", "{")
-
-
 def is_prose(value: str) -> bool:
     """Whether a string reads as text a person wrote: several lines, or four words or more of
     which three hold letters (`Mon, 02 Jan 2024 10:00:00 +0000` and `In Progress` do not)."""
@@ -115,7 +113,8 @@ class NotAnObject:
 def records(text: str) -> Iterator[Record | NotAnObject]:
     """Each record of a JSON export, as it is scanned. Raises `NotRecords` before the first one when
     `text` is not such an export: not one valid JSON value, or no list of records in it (a list
-    that opens with an object, alone or as the one list or object among an object's values)."""
+    that opens with an object, alone, or as the one such list among an object's values when the
+    others are scalars, lists of scalars or empty)."""
     items = _items(text)
     lines = _LineCounter(text)
     for offset, item in items:
