@@ -11,7 +11,7 @@ document of JSON syntax whose passages ran across tickets. Here each record is a
   description, text, content, message, comment, ...) and every other string that reads as prose
   (`is_prose`: four words or more, or several lines). Each such field's path is a heading
   (`description`, `comments[2].body`), so a hit says where in the record it is. A field whose
-  name says it holds a rendering (`body_html`, `renderedFields`) is left out: exports carry it
+  name says it holds a rendering (`body_html`, `renderedFields`, Slack's `blocks`) is left out: exports carry it
   beside the text it renders. A record whose prose lies mostly below its own fields
   (`nested_document`: an API reference's module, its methods described lists deep) is a document
   nested in JSON, not a ticket: all of its prose is its text.
@@ -64,8 +64,9 @@ NESTED_TITLE_FIELDS = ("title", "subject", "summary")
 # makes it a document nested in JSON, all of whose prose is its text (`nested_document`).
 NESTED_PROSE_CHARS = 1000
 ID_FIELDS = ("key", "number", "id", "_id", "uuid")
-# A field whose name holds one of these is a rendering of another field (lower case).
-RENDERING_MARKS = ("html", "rendered")
+# A field whose name holds one of these is a rendering of another field (lower case): GitHub's
+# `body_html`, Jira's `renderedFields`, Slack's `blocks` (its message's `text` as rich-text pieces).
+RENDERING_MARKS = ("html", "rendered", "blocks")
 # Metadata: a string longer than this, not prose, is an encoded blob (base64, a token), not a value.
 MAX_VALUE_CHARS = 256
 # Field names the filter language gives every document (`indexer.store.metadata_filter`).

@@ -69,6 +69,19 @@ def test_a_jira_export_reads_its_fields_and_comments():
     assert issue.metadata["id"] == "10001"
 
 
+def test_a_slack_channel_day_is_a_document_a_message():
+    """Slack's export: a channel's day is a list of messages; `blocks` renders `text` again in pieces."""
+    day = [{"type": "message", "user": "U024BE7LH", "ts": "1700000000.000100",
+            "text": "The deploy to staging failed with a timeout on the database migration.",
+            "blocks": [{"type": "rich_text", "elements": [{"type": "rich_text_section", "elements": [
+                {"type": "text", "text": "The deploy to staging failed"}]}]}],
+            "reactions": [{"name": "eyes", "count": 2}]}]
+    (message,) = records(json.dumps(day))
+    assert message.text == "The deploy to staging failed with a timeout on the database migration."
+    assert (message.title, message.record_id, message.metadata["user"]) == ("", None, "U024BE7LH")
+    assert message.metadata["reactions.name"] == ["eyes"]
+
+
 @pytest.mark.parametrize("text, why", [
     ('{"name": "x", "version": 1}', "no list of objects"),
     ("[1, 2, 3]", "does not open with an object"),
