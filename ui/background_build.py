@@ -90,7 +90,8 @@ class BuildCounts:
     @classmethod
     def from_json(cls, fields: dict) -> BuildCounts:
         return cls(**{**fields, "issues": tuple(tuple(pair) for pair in fields.get("issues", ())),
-                      "left_out": tuple((tuple(files), note) for files, note in fields.get("left_out", ()))})
+                      "left_out": tuple((tuple(files), note) for files, note in fields.get("left_out", ())),
+                      "files_with_records": tuple(fields.get("files_with_records", ()))})
 
 
 @dataclass(frozen=True)

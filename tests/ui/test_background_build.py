@@ -128,7 +128,9 @@ def test_counts_carry_what_was_left_out_through_json(tmp_path):
     report.left_out += [InputIssue("data.json", None, "minified", retains_stored=False),
                         InputIssue(".", None, "2 source files left out", retains_stored=False,
                                    files=("a.tex", "b.md"))]
+    report.issues += [InputIssue("tickets.json", 12, "empty record"), InputIssue("photo.txt", None, "binary")]
     counts = BuildCounts.of(report)
+    assert counts.files_with_records == ("tickets.json",)  # its other records were indexed: the upload stays
     assert counts.left_out == ((("data.json",), "data.json left out: minified"),
                                (("a.tex", "b.md"), "2 source files left out"))
     assert BuildCounts.from_json(json.loads(json.dumps(counts.to_json()))) == counts
