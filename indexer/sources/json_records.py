@@ -71,6 +71,7 @@ RENDERING_MARKS = ("html", "rendered", "blocks")
 MAX_VALUE_CHARS = 256
 # Field names the filter language gives every document (`indexer.store.metadata_filter`).
 _RESERVED = ("_id", "_path", "_type")
+_RENDERING = re.compile("|".join(RENDERING_MARKS), re.IGNORECASE)
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _DECODER = json.JSONDecoder()
@@ -334,9 +335,8 @@ def _leaves(item: dict[str, Any]) -> Iterator[tuple[str, str, str, Any, bool]]:
     while stack:
         parent, path, key, value, listed = stack.pop()
         if isinstance(value, dict):
-            children = [(path, f"{path}.{name}" if path else str(name), str(name), child, listed)
-                        for name, child in value.items()
-                        if not any(mark in str(name).lower() for mark in RENDERING_MARKS)]
+            children = [(path, f"{path}.{name}" if path else name, name, child, listed)
+                        for name, child in value.items() if not _RENDERING.search(name)]
             stack.extend(reversed(children))
         elif isinstance(value, list):
             stack.extend(reversed([(path, f"{path}[{index}]", key, child, True)
