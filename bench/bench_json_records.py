@@ -130,7 +130,7 @@ def main() -> None:
     print(table)
     if not args.no_record:
         record("bench_json_records", "Reading JSON exports of records", f"{table}\n\n{notes}",
-               command="python bench/bench_json_records.py " + " ".join(sys.argv[1:]))
+               command=" ".join(["python bench/bench_json_records.py", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":
