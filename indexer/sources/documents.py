@@ -65,6 +65,10 @@ def source_file(origin: str, source: str) -> Path:
     return root / source if root.is_dir() else root
 
 
+# Fields every document has for the metadata filters (`indexer.store.metadata_filter`): its id,
+# the file it was read from and that file's extension; a reader never stores metadata under them.
+RESERVED_FIELDS = ("_id", "_path", "_type")
+
 # The outline of every document without pages or headings: one object, not one per document.
 NO_OUTLINE = Outline()
 

@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from indexer.sources.documents import RESERVED_FIELDS
 from indexer.sources.outline import Heading, Outline, heading_title
 
 # Names of fields that hold a record's text, whatever their length (lower case).
@@ -69,8 +70,6 @@ ID_FIELDS = ("key", "number", "id", "_id", "uuid")
 RENDERING_MARKS = ("html", "rendered", "blocks")
 # Metadata: a string longer than this, not prose, is an encoded blob (base64, a token), not a value.
 MAX_VALUE_CHARS = 256
-# Field names the filter language gives every document (`indexer.store.metadata_filter`).
-_RESERVED = ("_id", "_path", "_type")
 _RENDERING = re.compile("|".join(RENDERING_MARKS), re.IGNORECASE)
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -121,7 +120,7 @@ def records(text: str) -> Iterator[Record | NotAnObject]:
     lines = _LineCounter(text)
     for offset, item in items:
         line = lines.line_at(offset)
-        yield record_of(item, line) if isinstance(item, dict) else NotAnObject(line, _kind(item))
+        yield record_of(item, line) if isinstance(item, dict) else NotAnObject(line, json_kind(item))
 
 
 def _items(text: str) -> Iterator[tuple[int, Any]]:
@@ -148,9 +147,23 @@ def count(text: str) -> int:
         return 1
 
 
-def _kind(value: Any) -> str:
-    return ("a list" if isinstance(value, list) else "null" if value is None else
-            "a boolean" if isinstance(value, bool) else "a string" if isinstance(value, str) else "a number")
+def json_kind(value: Any) -> str:
+    """How a JSON value's type reads in a message: "a boolean", "null", "a list", "an object", ..."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
 
 
 def _end_of_value(text: str, start: int) -> None:
@@ -242,15 +255,15 @@ def record_of(item: dict[str, Any], line: int, id_fields: tuple[str, ...] = ID_F
     title, title_path = _title(item)
     # The record's own fields: its top level, and the object its title is in (Jira's `fields`).
     own = {"", title_path.rpartition(".")[0] if title_path else ""}
-    leaves = [leaf for leaf in _leaves(item) if leaf[1] != title_path and not (leaf[1] == id_key and not leaf[4])]
-    deep = nested_document(leaves, own)
+    leaves = [(*leaf, _kind_of_string(leaf, own)) for leaf in _leaves(item)
+              if leaf[1] != title_path and not (leaf[1] == id_key and not leaf[4])]
+    deep = nested_document(leaves)
     parts: list[str] = []
     headings: list[Heading] = []
     metadata: dict[str, Any] = {}
     offset = 0
-    for parent, path, key, value, listed in leaves:
-        if isinstance(value, str) and (_is_text(key.lower(), value, parent in own)
-                                       or deep and (key.lower() in TEXT_FIELDS or is_prose(value))):
+    for _, path, _, value, listed, kind in leaves:
+        if kind == _TEXT or deep and kind == _DEEP_PROSE:
             prose = value.replace("\r\n", "\n").strip()
             if prose:
                 offset += 2 if parts else 0
@@ -263,7 +276,7 @@ def record_of(item: dict[str, Any], line: int, id_fields: tuple[str, ...] = ID_F
         if isinstance(value, float) and not math.isfinite(value):
             continue  # NaN and Infinity: Python's JSON reads them, PostgreSQL's JSON cannot store them
         name = _field_name(path)
-        if name in _RESERVED:
+        if name in RESERVED_FIELDS:
             continue
         if listed:
             metadata.setdefault(name, [])
@@ -277,28 +290,35 @@ def record_of(item: dict[str, Any], line: int, id_fields: tuple[str, ...] = ID_F
     return Record(line, record_id, title, text, Outline((), tuple(headings)) if parts else Outline(), metadata)
 
 
-def nested_document(leaves: list[tuple[str, str, str, Any, bool]], own: set[str]) -> bool:
+# What a string leaf is to its record (`_kind_of_string`): text, prose below the record's own
+# fields that a ticket leaves out, or neither (a value: metadata). Not a string: None.
+_TEXT, _DEEP_PROSE, _VALUE = "text", "deep prose", "value"
+
+
+def _kind_of_string(leaf: tuple[str, str, str, Any, bool], own: set[str]) -> str | None:
+    """Text: among the record's own fields, a string of a field named for text or one that reads
+    as prose; deeper (a comment of a thread, a label, a status), only one of a field named for what
+    a person wrote, since a label's or a status's description repeats in every record that has it.
+    Other prose, or any string of a field named for text, deeper: deep prose."""
+    parent, _, key, value, _ = leaf
+    if not isinstance(value, str):
+        return None
+    key = key.lower()
+    if parent in own:
+        return _TEXT if key in TEXT_FIELDS or is_prose(value) else _VALUE
+    if key in THREAD_FIELDS:
+        return _TEXT
+    return _DEEP_PROSE if key in TEXT_FIELDS or is_prose(value) else _VALUE
+
+
+def nested_document(leaves: list[tuple[str, str, str, Any, bool, str | None]]) -> bool:
     """Whether a record is a document nested in JSON rather than a ticket: the prose below its own
     fields (that a ticket's text leaves out: a label's description) is at least
     `NESTED_PROSE_CHARS` and more than its own text (Node.js's API docs: a module's description,
-    then its methods' and classes' descriptions, lists deep)."""
-    taken = left = 0
-    for parent, _, key, value, _ in leaves:
-        if not isinstance(value, str):
-            continue
-        if _is_text(key.lower(), value, parent in own):
-            taken += len(value)
-        elif key.lower() in TEXT_FIELDS or is_prose(value):
-            left += len(value)
+    then its methods' and classes' descriptions, lists deep). `leaves` carry `_kind_of_string`."""
+    taken = sum(len(leaf[3]) for leaf in leaves if leaf[5] == _TEXT)
+    left = sum(len(leaf[3]) for leaf in leaves if leaf[5] == _DEEP_PROSE)
     return left >= NESTED_PROSE_CHARS and left > taken
-
-
-def _is_text(key: str, value: str, own: bool) -> bool:
-    """Whether a string is part of the record's text: among the record's own fields, one named for
-    text or one that reads as prose; deeper (a comment of a thread, a label, a status), only one
-    named for what a person wrote, since a label's or a status's description repeats in every
-    record that has it."""
-    return key in TEXT_FIELDS or is_prose(value) if own else key in THREAD_FIELDS
 
 
 def _record_id(item: dict[str, Any], id_fields: tuple[str, ...]) -> tuple[str | None, str | None]:

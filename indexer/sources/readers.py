@@ -48,6 +48,7 @@ from indexer.sources.documents import (
 )
 from indexer.sources.formats import Extracted, UnreadableDocument
 from indexer.sources.front_matter import split_front_matter
+from indexer.sources.json_records import json_kind
 from indexer.sources.legacy_text import decode_legacy
 from indexer.sources.outline import outline_of_text
 
@@ -609,21 +610,6 @@ def _raw_lines(path: Path) -> Iterator[str]:
     with _open_unpacked(path) as fh:
         for line in fh:
             yield line.decode("ascii", errors="surrogateescape").removesuffix("\n")
-
-
-def json_kind(value: Any) -> str:
-    """How a JSON value's type reads in a message: "a boolean", "null", "a list", "an object", ..."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def _record_id(row: dict[str, Any], label: str, line_no: int) -> tuple[str | None, str | None]:

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from indexer.errors import SearchError
-from indexer.sources.readers import json_kind
+from indexer.sources.documents import RESERVED_FIELDS  # noqa: F401 -- the filter language names them; defined beside Document
+from indexer.sources.json_records import json_kind
 
-RESERVED_FIELDS = ("_id", "_path", "_type")
 COMPARISONS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists", "$prefix")
 COMBINATIONS = ("$and", "$or", "$not")
 RANGE_OPS = ("$gt", "$gte", "$lt", "$lte")
