@@ -52,7 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="embed passages without their document title (a new index, or with --rebuild)")
     build.add_argument("--csv-id", default="id", help="CSV column holding the document id")
     build.add_argument("--csv-title", default="title", help="CSV column holding the title")
-    build.add_argument("--csv-text", default="text", help="CSV column holding the text")
+    build.add_argument("--csv-text", default=IndexConfig.csv_text_column,
+                       help="CSV column holding the text (default: text; a CSV without a 'text' column "
+                            "is read a record a row, its prose columns as the text: a ticket export)")
     build.add_argument("--max-document-chars", type=int, default=DEFAULT_MAX_DOCUMENT_CHARS,
                        help="skip (with a warning) documents longer than this many characters")
     build.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer import IndexConfig
+from indexer.sources import csv_records, json_records
 from indexer.sources.readers import content_name
 
 # The columns an upload's build reads (IndexConfig's defaults; ui/uploads.py changes none).
@@ -108,7 +109,8 @@ def csv_columns(data: bytes) -> list[str] | None:
 
 
 def needs_mapping(columns: list[str]) -> bool:
-    """A CSV without the default text column is read only once its text column is named."""
+    """A CSV without the default text column is read a record a row when its rows hold prose
+    (`record_reading`), else only once its text column is named: either way the app asks."""
     return TEXT_COLUMN not in columns
 
 
@@ -127,6 +129,22 @@ def _rows(data: bytes, limit: int | None = None) -> Iterator[dict[str, str]]:
                 yield dict(zip(columns, values, strict=False))
     except csv.Error:
         return  # a malformed row: the indexer reports it with its line
+
+
+def record_reading(data: bytes) -> csv_records.Reading | None:
+    """How the indexer reads an upload without a text column a record a row (`csv_records`: which
+    columns give its text, title and id), or None when its rows hold no prose and a text column
+    must be chosen."""
+    text = _decode(data)
+    if text is None:
+        return None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        columns = next(reader, [])
+        rows = [csv_records.Row(line, values) for line, values in enumerate(reader, start=2) if values]
+        return csv_records.reading(rows, columns, ID_COLUMN, TITLE_COLUMN)
+    except (csv.Error, json_records.NotRecords):
+        return None
 
 
 def suggest_mapping(data: bytes, columns: list[str]) -> CsvMapping:

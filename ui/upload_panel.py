@@ -9,6 +9,7 @@ import streamlit as st
 
 from indexer import IndexerError
 from indexer.build.collections import CollectionSettings
+from indexer.sources.csv_records import Reading
 from ui.background_build import BuildStatus
 from ui.collections import open_after_upload, upload_target
 from ui.commit_watch import rerun_when_a_commit_lands
@@ -18,6 +19,7 @@ from ui.csv_columns import (
     is_csv,
     mapping_problem,
     needs_mapping,
+    record_reading,
     suggest_mapping,
 )
 from ui.highlight import escape_markdown
@@ -49,8 +51,8 @@ def upload_section(folder: Path) -> None:
         "is one document; so is each record of a JSON export of tickets or issues (a list of objects: "
         "its prose is the text, its other fields metadata to filter on), each .jsonl line (read "
         "alike where it has no `text` field) and each .csv row. A .csv names its columns in its "
-        "first row; one without a `text` column asks "
-        "which of its columns holds the text.",
+        "first row; one without a `text` column is read a record a row when most rows hold prose "
+        "(a ticket export: its prose columns as the text), else it asks which column holds the text.",
     )
     mappings, mapped = csv_mapping_controls(files or [])
     target = upload_target(folder)
@@ -154,11 +156,17 @@ def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
             continue  # nothing to choose: the build reads it as it is, or says why it cannot
         guess = suggest_mapping(data, columns)
         box = st.sidebar.container(border=True)
-        box.markdown(
-            f"**{escape_markdown(upload.name)}** has no `text` column. Choose which of its columns "
-            f"({', '.join(escape_markdown(n) for n in names)}) holds each document's text; the "
-            "others become metadata."
-        )
+        reading = record_reading(data)
+        if reading is not None:
+            box.markdown(records_note(upload.name, reading))
+            if not box.checkbox("Choose one column for the text instead", key=f"csv_own:{upload.name}"):
+                continue  # read as records: nothing to rename
+        else:
+            box.markdown(
+                f"**{escape_markdown(upload.name)}** has no `text` column. Choose which of its columns "
+                f"({', '.join(escape_markdown(n) for n in names)}) holds each document's text; the "
+                "others become metadata."
+            )
         optional = [NO_COLUMN, *names]
         text = box.selectbox("Text (required)", names, index=names.index(guess.text),
                              key=f"csv_text:{upload.name}")
@@ -180,6 +188,17 @@ def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
             continue
         mappings[upload.name] = mapping
     return mappings, fits
+
+
+def records_note(name: str, reading: Reading) -> str:
+    """What a build makes of a CSV without a text column whose rows hold prose: a record a row."""
+    text = ", ".join(f"*{escape_markdown(c)}*" for c in reading.text)
+    title = f"; titled by *{escape_markdown(reading.title)}*" if reading.title else ""
+    named = (f"named by *{escape_markdown(reading.id)}*" if reading.id
+             else "named by its line (no column names each row once)")
+    return (f"**{escape_markdown(name)}** has no `text` column, so each row is read as a record: its text "
+            f"from {text} (each under its column's name){title}; {named}. The other columns become metadata "
+            "to filter on.")
 
 
 def column_label(column: str) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from indexer.encoding import check_encoding
 from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
+from indexer.sources.readers import CSV_TEXT_COLUMN
 from indexer.store.ann import VectorIndexConfig
 from indexer.store.segments import SegmentPolicy
 from indexer.store.shards import check_shard_count
@@ -53,7 +54,7 @@ class IndexConfig:
     merge_short_tails: bool = True
     csv_id_column: str = "id"
     csv_title_column: str = "title"
-    csv_text_column: str = "text"
+    csv_text_column: str = CSV_TEXT_COLUMN  # a CSV without it: a record a row (`csv_records`)
     show_progress: bool = True
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS
     # The most passages one atomic commit holds while the index is small; a build commits in

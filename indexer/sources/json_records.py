@@ -247,12 +247,13 @@ class _LineCounter:
         return self.line
 
 
-def record_of(item: dict[str, Any], line: int, id_fields: tuple[str, ...] = ID_FIELDS) -> Record:
-    """One record's id (by the first of `id_fields` present), title, text (with a heading per prose
-    field) and metadata. A record whose prose lies mostly below its own fields (`nested_document`)
-    has all of it as its text."""
+def record_of(item: dict[str, Any], line: int, id_fields: tuple[str, ...] = ID_FIELDS,
+              title_fields: tuple[str, ...] = TITLE_FIELDS) -> Record:
+    """One record's id (by the first of `id_fields` present), title (the first of `title_fields`
+    present, matched in lower case), text (with a heading per prose field) and metadata. A record
+    whose prose lies mostly below its own fields (`nested_document`) has all of it as its text."""
     record_id, id_key = _record_id(item, id_fields)
-    title, title_path = _title(item)
+    title, title_path = _title(item, title_fields)
     # The record's own fields: its top level, and the object its title is in (Jira's `fields`).
     own = {"", title_path.rpartition(".")[0] if title_path else ""}
     leaves = [(*leaf, _kind_of_string(leaf, own)) for leaf in _leaves(item)
@@ -329,10 +330,10 @@ def _record_id(item: dict[str, Any], id_fields: tuple[str, ...]) -> tuple[str | 
     return None, None
 
 
-def _title(item: dict[str, Any]) -> tuple[str, str | None]:
+def _title(item: dict[str, Any], title_fields: tuple[str, ...]) -> tuple[str, str | None]:
     """The record's title and the path of the field it came from."""
     lowered = {key.lower(): key for key in item if isinstance(key, str)}
-    for name in TITLE_FIELDS:
+    for name in title_fields:
         key = lowered.get(name)
         if key is not None and isinstance(item[key], str) and item[key].strip():
             return " ".join(item[key].split()), key

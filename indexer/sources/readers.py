@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
-from indexer.sources import formats, generated, json_records
+from indexer.sources import csv_records, formats, generated, json_records
 from indexer.sources.documents import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     Document,
@@ -76,6 +76,9 @@ _MAIL_HEAD_BYTES = 65536
 # The csv module refuses fields over 128 KiB by default; a document's size is limited
 # by `max_document_chars` instead, with a message that says how to raise it.
 _CSV_FIELD_LIMIT = 2**31 - 1
+# The column a CSV's text is read from unless `--csv-text` names another; a CSV without it is read
+# a record a row (`csv_records`).
+CSV_TEXT_COLUMN = "text"
 
 # UTF-32 first: its little-endian BOM begins with UTF-16's.
 _BOMS = (
@@ -767,10 +770,12 @@ def read_csv_file(
     on_issue: IssueHandler,
     id_column: str = "id",
     title_column: str = "title",
-    text_column: str = "text",
+    text_column: str = CSV_TEXT_COLUMN,
 ) -> Iterator[Document]:
     """Rows under a header line; a quoted field keeps its newlines, and an issue names the
-    line where its record starts."""
+    line where its record starts. A CSV without the default text column (`CSV_TEXT_COLUMN`) is
+    read a record a row (`csv_records`: a ticket system's export) when its rows hold prose; one
+    without a text column named otherwise is refused, naming its columns."""
     text = _read_text(path, label, on_issue)
     if text is None:
         return
@@ -785,19 +790,60 @@ def read_csv_file(
         on_issue(InputIssue(label, 1, f"malformed CSV header ({err})"))
         return
     if text_column not in columns:
+        if text_column == CSV_TEXT_COLUMN:
+            held: list[InputIssue] = []  # a row's issue counts only if the rows are records
+            rows = [csv_records.Row(line, values) for line, values in _csv_rows(reader, columns, label, held.append)]
+            try:
+                records = csv_records.read_records(rows, columns, id_column, title_column)
+                first = next(records, None)
+            except json_records.NotRecords:
+                pass
+            else:
+                for issue in held:
+                    on_issue(issue)
+                if first is not None:
+                    yield from _record_documents(label, itertools.chain([first], records), on_issue)
+                return
         optional = " and ".join(f"'{c}'" for c in (id_column, title_column))
+        prose = " and most rows hold no prose (a description, a comment)" if text_column == CSV_TEXT_COLUMN else ""
         on_issue(
             InputIssue(
                 label,
                 1,
                 f"missing CSV column '{text_column}' (columns, {_DELIMITERS[delimiter]}-separated: "
-                f"{', '.join(columns) or 'none'}); "
+                f"{', '.join(columns) or 'none'}){prose}; "
                 f"the first row must name the columns, one of them '{text_column}' for the text "
                 f"(and optionally {optional})",
                 cli_hint="or map your columns with --csv-text/--csv-title/--csv-id",
             )
         )
         return
+    for row_no, values in _csv_rows(reader, columns, label, on_issue):
+        if columns.index(text_column) >= len(values):
+            on_issue(InputIssue(label, row_no, f"row has {len(values)} field{'s' if len(values) != 1 else ''} "
+                                f"but the header has {len(columns)}: it ends before column '{text_column}'"))
+            continue
+        row: dict[str, str | None] = dict.fromkeys(columns)
+        row.update(zip(columns, values, strict=False))
+        body = row.get(text_column) or ""
+        raw_id = row.get(id_column)
+        doc_id = raw_id if raw_id else f"{label}#L{row_no}"
+        if not has_visible_text(body):
+            blank = f"empty document (column '{text_column}' is blank)" if not body.strip() else _INVISIBLE
+            on_issue(InputIssue(label, row_no, blank, doc_id=doc_id))
+            continue
+        title = row.get(title_column) or ""
+        metadata = {
+            k: v for k, v in row.items() if k not in (id_column, title_column, text_column) and k
+        }
+        yield Document(
+            doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=row_no
+        )
+
+
+def _csv_rows(reader: Any, columns: list[str], label: str, on_issue: IssueHandler) -> Iterator[tuple[int, list[str]]]:
+    """(the line where it starts, its fields) of each non-empty row after the header; a row with
+    more filled fields than the header is reported and skipped, and a malformed one ends the file."""
     last_line = reader.line_num
     while True:
         row_no = last_line + 1
@@ -821,26 +867,7 @@ def read_csv_file(
                 )
             )
             continue
-        if text_column in columns and columns.index(text_column) >= len(values):
-            on_issue(InputIssue(label, row_no, f"row has {len(values)} field{'s' if len(values) != 1 else ''} "
-                                f"but the header has {len(columns)}: it ends before column '{text_column}'"))
-            continue
-        row: dict[str, str | None] = dict.fromkeys(columns)
-        row.update(zip(columns, values, strict=False))
-        body = row.get(text_column) or ""
-        raw_id = row.get(id_column)
-        doc_id = raw_id if raw_id else f"{label}#L{row_no}"
-        if not has_visible_text(body):
-            blank = f"empty document (column '{text_column}' is blank)" if not body.strip() else _INVISIBLE
-            on_issue(InputIssue(label, row_no, blank, doc_id=doc_id))
-            continue
-        title = row.get(title_column) or ""
-        metadata = {
-            k: v for k, v in row.items() if k not in (id_column, title_column, text_column) and k
-        }
-        yield Document(
-            doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=row_no
-        )
+        yield row_no, values
 
 
 def _is_beir_folder(folder: Path) -> bool:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from streamlit.testing.v1 import AppTest
+
 from ui.background_build import BuildCounts, BuildStatus
 from ui.upload_panel import upload_message, upload_progress_text
 from ui.uploads import UploadResult
@@ -33,3 +35,46 @@ def test_the_upload_message_counts_files_left_out_on_purpose_apart() -> None:
                           left_out=["data.json left out: minified or machine-written code or data"],
                           left_out_files=["data.json", "paper.tex"])
     assert "from 1 of 4 files; 1 skipped and 2 left out (below)" in upload_message(result, "notes")
+
+
+TICKETS = (b"Subject,Ticket ID,Description\n"
+           b"Printer jams,101,The printer on the third floor jams on every second page.\n"
+           b"VPN drops,102,The VPN connection drops every hour since the update.\n")
+
+
+def _mapping_panel(data: bytes) -> None:
+    """The upload panel's CSV boxes for one upload (AppTest runs this as a script)."""
+    import streamlit as st
+
+    from ui.upload_panel import csv_mapping_controls
+
+    class Upload:
+        name = "tickets.csv"
+
+        def getvalue(self) -> bytes:
+            return data
+
+    mappings, fits = csv_mapping_controls([Upload()])
+    st.write(f"mappings={sorted((name, m.text) for name, m in mappings.items())} fits={fits}")
+
+
+def test_a_csv_of_tickets_is_read_as_records_unless_the_person_chooses_a_column() -> None:
+    at = AppTest.from_function(_mapping_panel, args=(TICKETS,), default_timeout=30).run()
+    assert not at.exception
+    note = at.sidebar.markdown[0].value
+    assert note == ("**tickets\\.csv** has no `text` column, so each row is read as a record: its text from "
+                    "*Description* (each under its column's name); titled by *Subject*; named by *Ticket ID*. "
+                    "The other columns become metadata to filter on.")
+    assert not at.sidebar.selectbox, "nothing to choose while it is read as records"
+    assert at.main.markdown[-1].value == "mappings=[] fits=True"
+    at.sidebar.checkbox[0].check().run()
+    assert [box.label for box in at.sidebar.selectbox] == ["Text (required)", "Title", "Id"]
+    assert at.main.markdown[-1].value == "mappings=[('tickets.csv', 'Description')] fits=True"
+
+
+def test_a_csv_without_prose_asks_for_its_text_column() -> None:
+    at = AppTest.from_function(_mapping_panel, args=(b"code,name\nFR,France\nDE,Germany\n",),
+                               default_timeout=30).run()
+    assert not at.exception and not at.sidebar.checkbox
+    assert "has no `text` column. Choose which of its columns" in at.sidebar.markdown[0].value
+    assert at.main.markdown[-1].value == "mappings=[('tickets.csv', 'name')] fits=True"

@@ -87,8 +87,8 @@ def test_csv_missing_text_column_names_the_columns_and_the_flag(tmp_path):
     docs, issues = collect(path)
     assert docs == []
     assert issues == [
-        "t.csv:1: missing CSV column 'text' (columns, comma-separated: a, b); the first row must "
-        "name the columns, "
+        "t.csv:1: missing CSV column 'text' (columns, comma-separated: a, b) and most rows hold no prose "
+        "(a description, a comment); the first row must name the columns, "
         "one of them 'text' for the text (and optionally 'id' and 'title')"
     ]
 
