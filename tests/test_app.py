@@ -814,6 +814,25 @@ def test_a_filter_on_a_field_the_index_holds_keeps_only_its_documents(demo_index
     assert result_titles(at)[0] == "pasta" and len(result_titles(at)) == 4
 
 
+def test_a_hits_details_list_its_documents_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ticket's status and labels, which the Filter selects on, are shown with its passage."""
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "tickets.csv").write_text(
+        "Summary,Issue key,Status,Labels,Labels,Description\n"
+        "Codes refused after travel,SUP-15,Open,auth,mobile,Users who fly across time zones find their "
+        "authenticator codes refused until they resync the clock.\n"
+        "Invoice total off by a cent,SUP-16,Done,billing,,The invoice total differs by one cent from the "
+        "customer's own spreadsheet when a discount applies.\n", encoding="utf-8")
+    index = tmp_path / "index"
+    build_index(IndexConfig(source=source, index_dir=index, show_progress=False))
+    monkeypatch.setenv("SEMSEARCH_INDEX", str(index))
+    at = open_details(run_app({"q": "one-time codes rejected after a flight", "k": "1"}), hits=1)
+    assert not at.exception and result_titles(at) == ["Codes refused after travel"]
+    assert [c.value for c in at.caption if c.value.startswith("Fields")] == [
+        "Fields (the Filter selects on them): **Status** Open · **Labels** auth\\, mobile"]
+
+
 def test_next_and_previous_pages_show_the_same_ranking_in_slices(demo_index: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEMSEARCH_INDEX", str(demo_index))

@@ -18,7 +18,10 @@ shows no label: a cosine label there would rank a lower hit above a higher one.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from search import Hit, SearchResult
 from search.params import SCORE_NAMES
@@ -35,6 +38,9 @@ MODE_LABELS = {"dense": "dense (meaning)", "bm25": "BM25 (exact words)", "hybrid
 STRONG_COSINE = 0.51
 FAIR_COSINE = 0.33
 RELEVANCE_BAR_CELLS = 5
+# A hit's details list at most this many of its document's fields, each value cut at this length.
+MAX_FIELDS_SHOWN = 20
+MAX_FIELD_CHARS = 120
 
 
 # Cut points on the calibrated probability of relevance (`search.relevance`): "strong" where a
@@ -184,3 +190,36 @@ def details_line(hit: Hit, mode: str, match: Relevance | None) -> str:
         parts.append(f"rerank {hit.rerank_score:.3f}")
     parts.append(f"characters {hit.start_char}–{hit.end_char} of the document")
     return " · ".join(parts)
+
+
+def fields_markdown(metadata: Mapping[str, Any]) -> str | None:
+    """A document's metadata for its hit's details, on one line in the document's order:
+    "**Status** Open · **Labels** auth, email" (a list's values joined, an object as JSON), at most
+    `MAX_FIELDS_SHOWN` fields (then how many more) and `MAX_FIELD_CHARS` a value; None when it has
+    none. These are the fields the Filter selects on. Names and values are escaped: they are the
+    user's data."""
+    shown = []
+    for name, value in metadata.items():
+        text = _field_text(value)
+        if text:
+            shown.append(f"**{escape_name(str(name))}** {escape_name(text)}")
+    if not shown:
+        return None
+    more = len(shown) - MAX_FIELDS_SHOWN
+    return " · ".join(shown[:MAX_FIELDS_SHOWN]) + (f" · and {plural(more, 'more field')}" if more > 0 else "")
+
+
+def _field_text(value: Any) -> str:
+    """A metadata value on one line, cut at `MAX_FIELD_CHARS`; "" for null or an empty list."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, list):
+        text = ", ".join(part for part in (_field_text(item) for item in value) if part)
+    elif isinstance(value, dict):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_FIELD_CHARS else text[: MAX_FIELD_CHARS - 1].rstrip() + "…"

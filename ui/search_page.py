@@ -44,6 +44,7 @@ from ui.results import (
     MODE_LABELS,
     Relevance,
     details_line,
+    fields_markdown,
     hit_markdown,
     hit_relevance,
     result_caption,
@@ -176,6 +177,9 @@ def show_hits(hits: list[Hit], matches: list[Relevance | None], first: int, quer
                 details.caption(details_line(hit, mode, match))
                 if match is not None:
                     details.caption(match.explanation)
+                fields = fields_markdown(hit.metadata)
+                if fields is not None:
+                    details.caption(f"Fields (the Filter selects on them): {fields}")
                 details.markdown(passage_markdown(hit.text, query))
 
 

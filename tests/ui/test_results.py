@@ -8,9 +8,12 @@ from search import Hit, SearchResult, StageTimings
 from search.relevance import NO_ANSWER_BELOW
 from ui.results import (
     FAIR_COSINE,
+    MAX_FIELD_CHARS,
+    MAX_FIELDS_SHOWN,
     STRONG_COSINE,
     calibrated_relevance,
     details_line,
+    fields_markdown,
     hit_markdown,
     plural,
     relevance,
@@ -109,3 +112,16 @@ def test_a_hit_is_one_markdown_element_with_its_title_label_source_and_snippet()
     assert source == ":small[:gray[guide\\_\\[1\\]\\.md]]"
     assert snippet == "the :orange[**snippet**]"
     assert hit_markdown(1, hit, None, "s").startswith("**1. \\*Guide\\***  \n"), "no label while the model loads"
+
+
+def test_a_hits_fields_are_listed_escaped_on_one_line_in_the_documents_order() -> None:
+    assert fields_markdown({}) is None and fields_markdown({"note": None, "tags": []}) is None
+    assert fields_markdown({"Status": "Open", "Labels": ["auth", "e_mail"], "votes": 3, "draft": False,
+                            "user": {"login": "ada"}, "note": None}) == (
+        '**Status** Open · **Labels** auth\\, e\\_mail · **votes** 3 · **draft** false · '
+        '**user** \\{\\"login\\"\\: \\"ada\\"\\}')  # every mark escaped: shown literally
+    assert fields_markdown({"*title*": "line one\nline two"}) == "**\\*title\\*** line one line two"
+    long = fields_markdown({"summary": "word " * 100})
+    assert long is not None and long.endswith("…") and len(long) < MAX_FIELD_CHARS + 20
+    many = fields_markdown({f"f{n}": n for n in range(MAX_FIELDS_SHOWN + 3)})
+    assert many is not None and many.count("**") == 2 * MAX_FIELDS_SHOWN and many.endswith(" · and 3 more fields")
