@@ -18,7 +18,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit import runtime
 
-from indexer.sources.readers import content_name, mbox_message, mbox_message_line
+from indexer.sources.readers import content_name, mbox_message, mbox_message_line, opens_as_mbox
 from search import Hit
 from ui.highlight import escape_name
 
@@ -38,12 +38,13 @@ def local_file(hit: Hit) -> Path | None:
 
 def mbox_message_file(hit: Hit) -> tuple[Path, int] | None:
     """The mbox file and the line of a message's "From " line, for a hit on an mbox message whose
-    file is still there; else None."""
+    file is still there; else None. A record named by its line (`FILE#L<line>`) of a JSON export
+    saved without `.json` is told apart by its file's first five bytes, which only such a hit reads."""
     line = mbox_message_line(hit.doc_id, hit.source) if hit.path else None
     if line is None:
         return None
     path = Path(hit.path)
-    return (path, line) if path.is_file() else None
+    return (path, line) if opens_as_mbox(path) else None
 
 
 def pdf_page_url(path: Path, page: int, key: str) -> str | None:

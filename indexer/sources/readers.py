@@ -528,7 +528,7 @@ def _mbox_documents(path: Path, label: str, on_issue: IssueHandler,
     """The messages of an mbox file (`formats.mbox_messages`), read line by line, as documents;
     None for a file that is not an mbox of two messages or more (one saved message is read whole,
     as any mail)."""
-    if _unpacked_head(path, 5) != b"From ":  # every text file comes here: most stop at 5 bytes
+    if not opens_as_mbox(path):  # every text file comes here: most stop at 5 bytes
         return None
     if not formats.is_email(_unpacked_head(path, _MAIL_HEAD_BYTES).decode("latin-1")):
         return None
@@ -580,7 +580,7 @@ def mbox_message(path: Path, line: int) -> bytes | None:
     message (`.eml`) holds it: its header and body, byte for byte, without the "From " line and with
     the body's ">From " quoting undone. None when the file holds no message there (it changed since
     it was indexed) or cannot be read. The file is read up to that message, line by line."""
-    if _unpacked_head(path, 5) != b"From ":
+    if not opens_as_mbox(path):
         return None
     try:
         for start, message in formats.mbox_messages(_raw_lines(path)):
@@ -589,6 +589,11 @@ def mbox_message(path: Path, line: int) -> bytes | None:
     except (OSError, EOFError, zlib.error):
         return None
     return None
+
+
+def opens_as_mbox(path: Path) -> bool:
+    """Whether a file (gzip too) opens as an mbox does, with a "From " line: five bytes read."""
+    return _unpacked_head(path, 5) == b"From "
 
 
 def _unpacked_head(path: Path, size: int) -> bytes:
@@ -1079,7 +1084,7 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
     total = 0
     for path in list_source_files(Path(source), lambda issue: None, exclude):
         suffix = Path(content_name(path)).suffix.lower()
-        if suffix in _MBOX_SUFFIXES and _unpacked_head(path, 5) == b"From ":
+        if suffix in _MBOX_SUFFIXES and opens_as_mbox(path):
             total += _count_separators(path)
             continue
         if suffix not in RECORD_SUFFIXES:

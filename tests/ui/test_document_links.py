@@ -39,6 +39,12 @@ def test_a_record_or_a_whole_file_is_not_taken_for_an_mbox_message(tmp_path: Pat
     notes = _hit("notes.txt", "notes.txt", tmp_path / "notes.txt")
     assert mbox_message_file(notes) is None and local_file(notes) == tmp_path / "notes.txt"
     assert mbox_message_file(_hit("Inbox#L1", "Inbox", "")) is None  # added without a file
+    # a JSON export saved without .json, its records without ids: named by their lines, as messages are
+    (tmp_path / "export").write_text('[{"body": "The printer jams on every second page."},\n'
+                                     ' {"body": "The VPN drops every hour since the update."}]\n')
+    record = list(read_documents(tmp_path / "export"))[1]
+    assert record.doc_id == "export#L2"
+    assert mbox_message_file(_hit(record.doc_id, record.source, tmp_path / "export")) is None
 
 
 def _page(folder: str, line: int) -> None:
