@@ -1,8 +1,10 @@
 """What a documentation folder's own machinery costs a search: hits from a Sphinx build's index
-pages (`genindex-*.html`, `py-modindex.html`, `search.html`) and from what its pages are drawn
-with (stylesheets, scripts, pictures: `indexer.sources.generated.page_assets`), with those files
-indexed (the peer: the rules as they were before 2026-11-29) and left out (the rules now), in one
-run on the same index.
+pages (`genindex-*.html`, `py-modindex.html`, `search.html`), from its module source pages
+(viewcode's `_modules/`: `indexer.sources.generated.sphinx_module_pages`), from the example scripts
+and notebooks it offers for download beside their pages (`sphinx_example_downloads`) and from what
+its pages are drawn with (stylesheets, scripts, pictures: `indexer.sources.generated.page_assets`), with
+those files indexed (the peer: the rules as they were before 2026-11-29) and left out (the rules
+now), in one run on the same index.
 
 Each folder is built once with the two rules off, its questions asked in every mode, then built
 again with the rules on (a build that only removes documents: nothing is embedded again) and
@@ -11,9 +13,11 @@ of the questions came from the files the rules leave out, and in how many questi
 
 The questions are worded as a user asks them, and judge nothing: a hit from an index page or a
 stylesheet is counted wherever it ranks. The Python manual's were written before any search ran;
-three of py7zr's are those that found the problem (see the notes the table is recorded with). Python 3.11's
-manual as Debian ships it (python3.11-doc), and py7zr's (python-py7zr-doc), whose theme holds
-stylesheets and a script.
+three of py7zr's are those that found the problem (see the notes the table is recorded with); those of
+sphinxcontrib-bibtex's and sphinx-gallery's were written before any search of them ran. Python 3.11's
+manual as Debian ships it (python3.11-doc), py7zr's (python-py7zr-doc), whose theme holds
+stylesheets and a script, and sphinxcontrib-bibtex's and sphinx-gallery's
+(python-sphinxcontrib.bibtex-doc, python-sphinx-gallery-doc), built with viewcode.
 
     python bench/bench_left_out.py [--work DIR] [--no-record]
 """
@@ -49,27 +53,39 @@ FOLDERS = {
         "which compression methods are supported", "how to change the font size and colour of headings",
         "search box highlight words", "line height and margins of the page", "list the files in an archive",
         "is multi-volume archive supported")),
+    "sphinxcontrib-bibtex manual": (Path("/usr/share/doc/python-sphinxcontrib.bibtex-doc/html"), (
+        "how to cite a reference in the text", "change the citation style to author year",
+        "use several bibliography files", "footnote citations", "filter which entries appear in the bibliography")),
+    "sphinx-gallery manual": (Path("/usr/share/doc/python-sphinx-gallery-doc/html"), (
+        "generate a gallery of examples from python scripts", "add a thumbnail image for an example",
+        "run examples in parallel when building", "exclude some examples from execution",
+        "link to the examples from the API documentation")),
 }
+PACKAGES = "python3.11-doc python-py7zr-doc python-sphinxcontrib.bibtex-doc python-sphinx-gallery-doc"
 MODES = ("hybrid", "dense", "bm25")
 K = 10
 
 
 @contextlib.contextmanager
 def rules_as_before() -> Iterator[None]:
-    """The two rules off: index pages and page assets indexed as any other file."""
-    saved = generated.sphinx_index_pages, generated.page_assets
-    generated.sphinx_index_pages = lambda labels: []
-    generated.page_assets = lambda labels: {}
+    """The four rules off: index pages, module source pages, example downloads and page assets
+    indexed as any other file."""
+    names = ("sphinx_index_pages", "sphinx_module_pages", "sphinx_example_downloads", "page_assets")
+    saved = {name: getattr(generated, name) for name in names}
+    for name in names:
+        setattr(generated, name, lambda labels: {})
     try:
         yield
     finally:
-        generated.sphinx_index_pages, generated.page_assets = saved
+        for name, rule in saved.items():
+            setattr(generated, name, rule)
 
 
 def left_out_files(source: Path) -> set[str]:
-    """The files the two rules leave out of `source` (paths within it)."""
+    """The files the four rules leave out of `source` (paths within it)."""
     labels = [path.relative_to(source).as_posix() for path in source.rglob("*") if path.is_file()]
-    return set(generated.sphinx_index_pages(labels)) | set(generated.page_assets(labels))
+    return (set(generated.sphinx_index_pages(labels)) | set(generated.sphinx_module_pages(labels))
+            | set(generated.sphinx_example_downloads(labels)) | set(generated.page_assets(labels)))
 
 
 def ask(index: Path, questions: tuple[str, ...], left_out: set[str]) -> dict[str, tuple[int, int]]:
@@ -91,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[list[object]] = []
     for name, (source, questions) in FOLDERS.items():
         if not source.is_dir():
-            sys.exit(f"{source} is missing: apt-get install python3.11-doc python-py7zr-doc")
+            sys.exit(f"{source} is missing: apt-get install {PACKAGES}")
         index = args.work / name.replace(" ", "-")
         shutil.rmtree(index, ignore_errors=True)
         left_out = left_out_files(source)
@@ -105,19 +121,25 @@ def main(argv: list[str] | None = None) -> int:
                          *(f"{asked[m][0]} of {K * len(questions)} ({asked[m][1]} of {len(questions)} questions)"
                            for m in MODES)])
         print(rows[-2], rows[-1], sep="\n", flush=True)
-    header = ["folder", "index pages and page assets", "documents", "passages",
+    header = ["folder", "index pages, module source pages, example downloads and page assets", "documents",
+              "passages",
               *(f"their hits in the first {K}: {m}" for m in MODES)]
     table = markdown_table(header, rows)
     notes = ("Each folder built with all-MiniLM-L6-v2, the rules off, then on (the second build only removes "
              "documents). A hit counts when its file is one the rules leave out: a Sphinx build's index pages, "
-             "search page and inventory, and the stylesheets, scripts and pictures its pages are drawn with. "
+             "search page and inventory, its module source pages (`_modules/`, viewcode's \"[source]\" pages), "
+             "the example scripts and notebooks it offers for download beside their pages (`_downloads/`), "
+             "and the stylesheets, scripts and pictures its pages are drawn with. "
              "The questions judge nothing. The Python ones were written before any search ran; of py7zr's, "
              "three (\"how to change the font size and colour of headings\", \"search box highlight words\", "
              "\"line height and margins of the page\") are those that showed the stylesheets' hits in the search "
-             "that found the problem (a mix of 282 files from /usr/share/doc), the other five were written after.")
+             "that found the problem (a mix of 282 files from /usr/share/doc), the other five were written after. "
+             "The sphinxcontrib-bibtex and sphinx-gallery questions were written before any search of those "
+             "manuals ran.")
     print(table, notes, sep="\n\n")
     if not args.no_record:
-        record("bench_left_out", "Index pages and page assets in a documentation folder", f"{table}\n\n{notes}",
+        record("bench_left_out", "A documentation folder's index pages, module source, example downloads and "
+               "page assets", f"{table}\n\n{notes}",
                command=" ".join(["python bench/bench_left_out.py", *(argv if argv is not None else sys.argv[1:])]))
     return 0
 

@@ -594,7 +594,11 @@ def test_upload_of_a_csv_without_a_text_column_asks_which_columns_hold_text_titl
          ("README", b"A readme without an extension is text too.", "application/octet-stream")]
     ).run()
     assert not at.exception
-    assert any("**people\\.csv** has no `text` column" in m.value and "ID, name, bio" in m.value
+    # Its rows hold prose, so it would be read a record a row; the person chooses a column instead.
+    assert any("**people\\.csv** has no `text` column, so each row is read as a record: its text from *bio*"
+               in m.value for m in at.sidebar.markdown)
+    at.checkbox(key="csv_own:people.csv").check().run()
+    assert any("**people\\.csv** has no `text` column. Choose" in m.value and "ID, name, bio" in m.value
                for m in at.sidebar.markdown)
     assert not any("plain" in m.value for m in at.sidebar.markdown), "its columns need no choice"
     # Preselected: the longest column as text, columns named like a title and an id.

@@ -157,16 +157,16 @@ def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
         guess = suggest_mapping(data, columns)
         box = st.sidebar.container(border=True)
         reading = record_reading(data)
-        if reading is not None:
-            box.markdown(records_note(upload.name, reading))
-            if not box.checkbox("Choose one column for the text instead", key=f"csv_own:{upload.name}"):
-                continue  # read as records: nothing to rename
-        else:
-            box.markdown(
-                f"**{escape_markdown(upload.name)}** has no `text` column. Choose which of its columns "
-                f"({', '.join(escape_markdown(n) for n in names)}) holds each document's text; the "
-                "others become metadata."
-            )
+        note = box.empty()  # above the checkbox, written once the checkbox says which applies
+        if reading is not None and not box.checkbox("Choose one column for the text instead",
+                                                    key=f"csv_own:{upload.name}"):
+            note.markdown(records_note(upload.name, reading))
+            continue  # read as records: nothing to rename
+        note.markdown(
+            f"**{escape_markdown(upload.name)}** has no `text` column. Choose which of its columns "
+            f"({', '.join(escape_markdown(n) for n in names)}) holds each document's text; the "
+            "others become metadata."
+        )
         optional = [NO_COLUMN, *names]
         text = box.selectbox("Text (required)", names, index=names.index(guess.text),
                              key=f"csv_text:{upload.name}")

@@ -2,8 +2,10 @@
 the source copies a Sphinx HTML build keeps beside its pages, a LaTeX, Markdown or reST source
 beside the PDF or HTML made from it, minified code and data, and XML whose words all lie in its
 tags (an index for a help browser, a drawing), the index pages a Sphinx build makes of its pages,
-and what web pages are drawn with (stylesheets, a page's pictures, its asset folders). Of a source
-and its document, the document is kept: it is what people read, and a PDF's hits have pages.
+the pages of module source code it shows behind "[source]" links, the example scripts and
+notebooks it offers for download beside the pages that show them, and what web pages are drawn
+with (stylesheets, a page's pictures, its asset folders). Of a source and its document, the
+document is kept: it is what people read, and a PDF's hits have pages.
 
 Measured on the Python 3.11 manual as Debian ships it (python3.11-doc: 1,050 files, 48,683
 passages with the default model): Sphinx's `_sources/` copies made 17,515 passages (every page
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import cast
 
@@ -168,6 +170,94 @@ def sphinx_index_pages_note(pages: list[str]) -> str:
     return (f"{files} left out: the index pages, search page and inventory a Sphinx build makes "
             f"of its pages (such as {pages[0]}), lists of names that would answer a question "
             "with a list of links; to search one, index that file as a source of its own")
+
+
+# The pages of Sphinx's viewcode extension, in the `_modules` folder of a build (one holding a
+# `SPHINX_BUILD_MARKS` file): each documented module's source code, highlighted, behind the
+# API pages' "[source]" links, and `_modules/index.html` listing them. Their docstrings are the
+# API pages' text again, beside the code. Measured on three manuals under /usr/share/doc (py7zr,
+# sphinxcontrib-bibtex, sphinx-gallery; five questions each, hybrid): they were 17, 23 and 10 of
+# the first 50 hits, in every question of the first two (`bench/bench_left_out.py`).
+SPHINX_MODULES = "_modules"
+
+
+def sphinx_module_pages(labels: Iterable[str]) -> list[str]:
+    """The viewcode pages of the Sphinx builds among `labels` (paths within the source, '/'-separated;
+    a trailing `.gz` allowed): pages below a `_modules` folder that lies beside a `SPHINX_BUILD_MARKS`
+    file."""
+    known = sorted(labels)
+    builds = {_folder(label) for label in known if PurePosixPath(_content(label)).name in SPHINX_BUILD_MARKS}
+    found = []
+    for label in known:
+        parts = PurePosixPath(label).parts
+        if SPHINX_MODULES not in parts[:-1] or not _is_page(label):
+            continue
+        at = parts.index(SPHINX_MODULES)
+        if ("/".join(parts[:at]) or ".") in builds:
+            found.append(label)
+    return found
+
+
+def sphinx_module_pages_note(pages: list[str]) -> str:
+    """The warning for the viewcode pages of Sphinx builds (`pages`)."""
+    files = f"{len(pages):,} files" if len(pages) != 1 else "1 file"
+    example = next((page for page in pages if not _content(page).endswith("/index.html")), pages[0])
+    folder = example[: example.index(SPHINX_MODULES) + len(SPHINX_MODULES)]
+    return (f"{files} left out: the highlighted source code of the modules a Sphinx build documents "
+            f"(such as {example}, its \"[source]\" pages), whose docstrings its API pages already hold, "
+            f"so that code would answer questions beside them; to search the code, index {folder} as a "
+            "source of its own")
+
+
+# Sphinx copies each file a page offers for download (its `:download:` role) to
+# `_downloads/<hash>/<name>` of the build. sphinx-gallery, which builds the example galleries of
+# many scientific Python manuals, offers each example's script and notebook so: the page
+# `auto_examples/plot_sin.html` shows the code and output of `_downloads/<hash>/plot_sin.py` and
+# `.ipynb`, which would answer every question about it twice more. A download of such a kind whose
+# name is a page's of the same build is left out; any other download (a talk's slides, a PDF) stays.
+SPHINX_DOWNLOADS = "_downloads"
+EXAMPLE_SUFFIXES = (".py", ".ipynb")
+
+
+def sphinx_example_downloads(labels: Iterable[str]) -> dict[str, str]:
+    """The example scripts and notebooks among `labels` that a Sphinx build offers for download
+    beside the page showing them (see `SPHINX_DOWNLOADS`): download -> page."""
+    known = sorted(labels)
+    builds = {_folder(label) for label in known if PurePosixPath(_content(label)).name in SPHINX_BUILD_MARKS}
+    pages: dict[tuple[str, str], str] = {}
+    for label in known:
+        if _is_page(label):
+            for root in _roots_above(label, builds):
+                pages.setdefault((root, _stem_and_suffix(PurePosixPath(_content(label)).name)[0]), label)
+    found: dict[str, str] = {}
+    for label in known:
+        parts = PurePosixPath(label).parts
+        stem, suffix = _stem_and_suffix(_content(parts[-1]))
+        if SPHINX_DOWNLOADS not in parts[:-1] or suffix not in EXAMPLE_SUFFIXES:
+            continue
+        root = "/".join(parts[: parts.index(SPHINX_DOWNLOADS)]) or "."
+        page = pages.get((root, stem))
+        if page is not None:
+            found[label] = page
+    return found
+
+
+def _roots_above(label: str, builds: set[str]) -> Iterator[str]:
+    """The build folders among `builds` that hold `label`, at any depth."""
+    parent = PurePosixPath(label).parent
+    for folder in (parent, *parent.parents):
+        if str(folder) in builds:
+            yield str(folder)
+
+
+def sphinx_example_downloads_note(downloads: dict[str, str]) -> str:
+    """The warning for the example downloads of Sphinx builds (`downloads`: download -> page)."""
+    example, page = next(iter(downloads.items()))
+    files = f"{len(downloads):,} files" if len(downloads) != 1 else "1 file"
+    folder = example[: example.index(SPHINX_DOWNLOADS) + len(SPHINX_DOWNLOADS)]
+    return (f"{files} left out: the example scripts and notebooks a Sphinx build offers for download "
+            f"beside the pages that show them (such as {example}, of {page}), which would answer every "
+            f"question twice; to search them, index {folder} as a source of its own")
 
 
 # What web pages are drawn with, where a folder of pages shows it: Sphinx's `_static` (its theme's

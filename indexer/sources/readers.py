@@ -1002,28 +1002,30 @@ def list_source_files(source: Path, on_issue: IssueHandler = _log_issue,
 
 def _without_sources_beside_documents(files: list[Path], source: Path, on_issue: IssueHandler) -> list[Path]:
     """`files` without the sources of documents beside them, Sphinx's copies included, Sphinx's
-    index pages, and what web pages are drawn with (`indexer.sources.generated`)."""
+    index pages, module source pages and example downloads, and what web pages are drawn with
+    (`indexer.sources.generated`)."""
     labels = {path.relative_to(source).as_posix(): path for path in files}
     left_out: set[str] = set()
     for folder, copies in generated.source_copies(labels).items():
         on_issue(InputIssue(folder, None, generated.source_copies_note(folder, copies),
                             retains_stored=False, files=tuple(copies)))
         left_out.update(copies)
-    beside = generated.sources_beside_documents(labels, lambda label: _mtime(labels[label]))
-    if beside:
-        on_issue(InputIssue(".", None, generated.sources_beside_documents_note(beside),
-                            retains_stored=False, files=tuple(beside)))
-        left_out.update(beside)
-    index_pages = generated.sphinx_index_pages(labels)
-    if index_pages:
-        on_issue(InputIssue(".", None, generated.sphinx_index_pages_note(index_pages), retains_stored=False,
-                            files=tuple(index_pages)))
-        left_out.update(index_pages)
-    assets = generated.page_assets(label for label in labels if label not in left_out)
-    if assets:
-        on_issue(InputIssue(".", None, generated.page_assets_note(assets), retains_stored=False,
-                            files=tuple(assets)))
-        left_out.update(assets)
+    # Each rule with its warning; Sphinx's rules see every file (its inventory marks a build), what
+    # pages are drawn with only the files no rule before it left out.
+    rules: list[tuple[Callable[[], Any], Callable[[Any], str]]] = [
+        (lambda: generated.sources_beside_documents(labels, lambda label: _mtime(labels[label])),
+         generated.sources_beside_documents_note),
+        (lambda: generated.sphinx_index_pages(labels), generated.sphinx_index_pages_note),
+        (lambda: generated.sphinx_module_pages(labels), generated.sphinx_module_pages_note),
+        (lambda: generated.sphinx_example_downloads(labels), generated.sphinx_example_downloads_note),
+        (lambda: generated.page_assets(label for label in labels if label not in left_out),
+         generated.page_assets_note),
+    ]
+    for find, note in rules:
+        found = find()
+        if found:
+            on_issue(InputIssue(".", None, note(found), retains_stored=False, files=tuple(found)))
+            left_out.update(found)
     return [path for label, path in labels.items() if label not in left_out]
 
 

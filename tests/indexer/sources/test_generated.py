@@ -19,12 +19,18 @@ from indexer.sources.generated import (
     page_of_source_copy,
     source_copies,
     sources_beside_documents,
+    sphinx_example_downloads,
+    sphinx_example_downloads_note,
     sphinx_index_pages,
+    sphinx_module_pages,
+    sphinx_module_pages_note,
 )
 from indexer.sources.readers import list_source_files, read_documents, read_file
 from tests.indexer.helpers import write_corpus
 
 PYTHON_HTML = Path("/usr/share/doc/python3.11/html")
+PY7ZR_HTML = Path("/usr/share/doc/python-py7zr-doc/html")
+GALLERY_HTML = Path("/usr/share/doc/python-sphinx-gallery-doc/html")
 AMSMATH = Path("/usr/share/doc/texlive-doc/latex/amsmath")
 PAGE = "<html><head><title>{0}</title></head><body><div role='main'><h1>{0}</h1><p>{1}</p></div></body></html>"
 
@@ -106,6 +112,56 @@ def test_a_sphinx_builds_index_pages_are_told_by_its_search_index_beside_them():
         "html/py-modindex.html", "html/search.html"]
     assert sphinx_index_pages(["api/objects.inv.gz", "api/genindex.html.gz"]) == [  # Debian gzips
         "api/genindex.html.gz", "api/objects.inv.gz"]
+
+
+def test_a_sphinx_builds_module_source_pages_are_told_by_its_search_index_beside_them():
+    build = ["html/objects.inv", "html/api.html", "html/_modules/index.html", "html/_modules/pkg/core.html.gz",
+             "html/_modules/pkg/sub/io.html", "html/_modules/notes.txt"]  # not a page: kept
+    assert sphinx_module_pages([*build, "blog/_modules/x.html"]) == [  # no build beside it: kept
+        "html/_modules/index.html", "html/_modules/pkg/core.html.gz", "html/_modules/pkg/sub/io.html"]
+    assert sphinx_module_pages(["pkg/core.html", "index.html"]) == []  # _modules given as the source
+    note = sphinx_module_pages_note(sphinx_module_pages(build))
+    assert note.startswith("3 files left out: the highlighted source code of the modules a Sphinx build "
+                           "documents (such as html/_modules/pkg/core.html.gz, its \"[source]\" pages)")
+    assert note.endswith("to search the code, index html/_modules as a source of its own")
+
+
+@pytest.mark.skipif(not PY7ZR_HTML.is_dir(), reason="needs python-py7zr-doc (.ci/run installs it)")
+def test_the_py7zr_manuals_module_source_pages_are_left_out_and_named():
+    issues: list = []
+    labels = {path.relative_to(PY7ZR_HTML).as_posix() for path in list_source_files(PY7ZR_HTML, issues.append)}
+    modules = sorted(path.relative_to(PY7ZR_HTML).as_posix() for path in (PY7ZR_HTML / "_modules").rglob("*.html"))
+    assert len(modules) >= 5 and not labels & set(modules) and "api.html" in labels
+    named = [issue for issue in issues if "highlighted source code" in issue.problem]
+    assert len(named) == 1 and sorted(named[0].files) == modules
+    inside = list_source_files(PY7ZR_HTML / "_modules", issues.append)  # given as a source: read
+    assert len(inside) == len(modules)
+
+
+def test_an_examples_script_and_notebook_offered_for_download_beside_its_page_are_told():
+    build = ["html/searchindex.js", "html/auto_examples/plot_sin.html", "html/_downloads/a1/plot_sin.py",
+             "html/_downloads/b2/plot_sin.ipynb.gz", "html/_downloads/c3/talk.pdf",  # no page of its name
+             "html/_downloads/d4/helpers.py", "html/_downloads/e5/auto_examples_python.zip"]
+    assert sphinx_example_downloads([*build, "other/_downloads/f6/plot_sin.py"]) == {  # not in the build
+        "html/_downloads/a1/plot_sin.py": "html/auto_examples/plot_sin.html",
+        "html/_downloads/b2/plot_sin.ipynb.gz": "html/auto_examples/plot_sin.html"}
+    assert sphinx_example_downloads(["a1/plot_sin.py", "plot_sin.html"]) == {}  # no Sphinx build
+    note = sphinx_example_downloads_note(sphinx_example_downloads(build))
+    assert note.startswith("2 files left out: the example scripts and notebooks a Sphinx build offers for "
+                           "download beside the pages that show them (such as html/_downloads/a1/plot_sin.py, "
+                           "of html/auto_examples/plot_sin.html)")
+    assert note.endswith("to search them, index html/_downloads as a source of its own")
+
+
+@pytest.mark.skipif(not GALLERY_HTML.is_dir(), reason="needs python-sphinx-gallery-doc")
+def test_sphinx_gallerys_manual_keeps_each_example_once():
+    issues: list = []
+    labels = {path.relative_to(GALLERY_HTML).as_posix() for path in list_source_files(GALLERY_HTML, issues.append)}
+    downloads = {path.relative_to(GALLERY_HTML).as_posix() for path in (GALLERY_HTML / "_downloads").rglob("*")
+                 if path.is_file()}
+    kept = sorted(labels & downloads)
+    assert kept == sorted(label for label in downloads if label.endswith(".zip")), "each .py and .ipynb has its page"
+    assert "auto_examples/plot_0_sin.html" in labels
 
 
 def test_the_assets_warning_counts_each_kind_and_says_how_to_search_one():
@@ -197,6 +253,8 @@ def sphinx_build(folder: Path) -> Path:
         "_static/doctools.js": "// Sphinx's helpers\nfunction highlight(term) {\n  return term;\n}\n",
         "_static/basic.css": "h1 {\n    font-size: 160%;\n    color: #20435c;\n}\n",
         "genindex.html": PAGE.format("Index", "glacier (module), [1]; tutorial (glaciers)"),
+        "_downloads/9f/tutorial.py": "# Tutorial\nprint('glaciers carve valleys')\n",
+        "_modules/glacier.html": PAGE.format("glacier", "def carve(valley):\n    \"\"\"Carve a U shape.\"\"\""),
         "manual.devhelp2": DEVHELP,
         "notes.md": "# Notes\n\nGlaciers carve valleys.\n",
         "notes.html": PAGE.format("Notes", "Glaciers carve valleys."),
@@ -244,9 +302,11 @@ def test_an_index_built_before_the_rules_drops_what_they_leave_out(tmp_path, tin
         patch.setattr(generated, "sources_beside_documents", lambda labels, mtime: {})
         patch.setattr(generated, "page_assets", lambda labels: {})
         patch.setattr(generated, "sphinx_index_pages", lambda labels: [])
-        assert build_index(cfg).total_documents == 11
+        patch.setattr(generated, "sphinx_module_pages", lambda labels: [])
+        patch.setattr(generated, "sphinx_example_downloads", lambda labels: {})
+        assert build_index(cfg).total_documents == 13
     report = build_index(cfg)
-    assert (report.total_documents, report.documents_removed) == (3, 8)
+    assert (report.total_documents, report.documents_removed) == (3, 10)
 
 
 @pytest.mark.skipif(not PYTHON_HTML.is_dir(), reason="needs python3.11-doc (.ci/run installs it)")
