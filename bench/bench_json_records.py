@@ -1,9 +1,12 @@
-"""Reading a JSON export of records (`indexer.sources.json_records`) as it grows a hundredfold:
-documents per second and peak memory, against the same records written as JSON Lines with a
-`text` field (the peer, read line by line), in the same run.
+"""Reading an export of records as it grows a hundredfold, as JSON (`indexer.sources.json_records`)
+and as CSV without a text column (`indexer.sources.csv_records`): documents per second and peak
+memory, against the same records written as JSON Lines with a `text` field (the peer, read line
+by line), in the same run.
 
 The export has the shape of GitHub's REST API for issues (a list of objects: number, title, body,
-a user, labels with descriptions, a state, a date, three comments), its bodies and comments of
+a user, labels with descriptions, a state, a date, three comments); the CSV has the shape of Jira's
+(Summary, Issue key, Status, Labels, Description, a Comment column per comment); their bodies and
+comments of
 real length (drawn from the Wikinews dev set's articles when `SEMSEARCH_DATA` holds them, else
 repeated sentences). Each size is read in a fresh process (`read_documents`, every document
 taken), so the peak resident memory of one read is its own. Reading is what this measures; the
@@ -15,6 +18,7 @@ embedding that follows is `bench_indexing`'s.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import resource
@@ -59,7 +63,7 @@ def issue(number: int, body: str, comment: str) -> dict:
             "comments": [{"user": {"login": "support"}, "body": comment[:400]} for _ in range(3)]}
 
 
-def write_sources(folder: Path, size: int) -> tuple[Path, Path, str]:
+def write_sources(folder: Path, size: int) -> tuple[Path, Path, Path, str]:
     texts, source = paragraphs(size)
     records = [issue(n, texts[n], texts[(n + 7) % size]) for n in range(size)]
     export = folder / "issues.json"
@@ -70,7 +74,14 @@ def write_sources(folder: Path, size: int) -> tuple[Path, Path, str]:
             text = "\n\n".join(part.strip() for part in [rec["body"], *(c["body"] for c in rec["comments"])])
             out.write(json.dumps({"id": str(rec["number"]), "title": rec["title"], "text": text,
                                   "state": rec["state"], "labels": ["bug"]}) + "\n")
-    return export, lines, source
+    table = folder / "issues.csv"
+    with table.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["Summary", "Issue key", "Status", "Labels", "Description", "Comment", "Comment", "Comment"])
+        for rec in records:
+            writer.writerow([rec["title"], f"ACME-{rec['number']}", rec["state"], "bug", rec["body"],
+                             *(c["body"] for c in rec["comments"])])
+    return export, lines, table, source
 
 
 def read_once(path: str) -> None:
@@ -113,23 +124,28 @@ def main() -> None:
         for size in args.sizes:
             folder = Path(tmp) / str(size)
             folder.mkdir()
-            export, lines, source = write_sources(folder, size)
-            peer, ours = measure(lines), measure(export)
-            assert ours["documents"] == peer["documents"] == size, (ours, peer, size)
+            export, lines, table_file, source = write_sources(folder, size)
+            peer, ours, rows_read = measure(lines), measure(export), measure(table_file)
+            assert ours["documents"] == peer["documents"] == rows_read["documents"] == size, (ours, peer, size)
+            speed = {name: run["documents"] / run["seconds"] for name, run in
+                     (("peer", peer), ("json", ours), ("csv", rows_read))}
             rows.append([f"{size:,}", f"{export.stat().st_size / 2**20:,.1f}",
-                         f"{peer['documents'] / peer['seconds']:,.0f}", f"{peer['rss_mb']:,.0f}",
-                         f"{ours['documents'] / ours['seconds']:,.0f}", f"{ours['rss_mb']:,.0f}",
-                         f"{(ours['documents'] / ours['seconds']) / (peer['documents'] / peer['seconds']):.2f}x"])
+                         f"{speed['peer']:,.0f}", f"{peer['rss_mb']:,.0f}",
+                         f"{speed['json']:,.0f}", f"{ours['rss_mb']:,.0f}", f"{speed['json'] / speed['peer']:.2f}x",
+                         f"{table_file.stat().st_size / 2**20:,.1f}", f"{speed['csv']:,.0f}",
+                         f"{rows_read['rss_mb']:,.0f}", f"{speed['csv'] / speed['peer']:.2f}x"])
             print(rows[-1], flush=True)
     table = markdown_table(["records", "export MB", "JSONL (peer) docs/s", "JSONL peak RSS MB",
-                            "JSON export docs/s", "JSON export peak RSS MB", "export / JSONL speed"], rows)
+                            "JSON export docs/s", "JSON export peak RSS MB", "export / JSONL speed",
+                            "CSV export MB", "CSV export docs/s", "CSV export peak RSS MB", "CSV / JSONL speed"], rows)
     notes = ("`read_documents` over one file, every document taken, each read in a fresh process (peak RSS "
              "of that process, the interpreter and the project's imports included). The export is GitHub's "
-             f"issue shape (`json.dumps(indent=2)`: 9 fields, a label, three comments), its bodies {source}; "
-             "the peer holds the same text as JSON Lines with a `text` field.")
+             "issue shape (`json.dumps(indent=2)`: 9 fields, a label, three comments); the CSV export holds the "
+             "same records in Jira's shape (no `text` column: read a record a row), written by `csv.writer`; "
+             f"their bodies {source}; the peer holds the same text as JSON Lines with a `text` field.")
     print(table)
     if not args.no_record:
-        record("bench_json_records", "Reading JSON exports of records", f"{table}\n\n{notes}",
+        record("bench_json_records", "Reading JSON and CSV exports of records", f"{table}\n\n{notes}",
                command=" ".join(["python bench/bench_json_records.py", *sys.argv[1:]]))
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from indexer import IndexConfig
 from indexer.sources import csv_records, json_records
-from indexer.sources.readers import content_name
+from indexer.sources.readers import content_name, csv_lines
 
 # The columns an upload's build reads (IndexConfig's defaults; ui/uploads.py changes none).
 ID_COLUMN: str = IndexConfig.csv_id_column
@@ -119,7 +119,7 @@ def _rows(data: bytes, limit: int | None = None) -> Iterator[dict[str, str]]:
     text = _decode(data)
     if text is None:
         return
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(csv_lines(text))
     try:
         columns = next(reader, [])
         for count, values in enumerate(reader):
@@ -138,7 +138,7 @@ def record_reading(data: bytes) -> csv_records.Reading | None:
     text = _decode(data)
     if text is None:
         return None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(csv_lines(text))
     try:
         columns = next(reader, [])
         rows = [csv_records.Row(line, values) for line, values in enumerate(reader, start=2) if values]

@@ -139,6 +139,11 @@ def upload_message(result: UploadResult, collection: str) -> str:
             f"Collection {escape_markdown(collection)} now holds {plural(report.total_documents, 'document')}.")
 
 
+# How a CSV reads as records, once per upload's content: the whole file is parsed (1 s for 35 MB
+# on 2 cores), and the page runs again on every click while the upload waits.
+_record_reading = st.cache_data(show_spinner=False, max_entries=16)(record_reading)
+
+
 def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
     """For each uploaded CSV without a `text` column, its columns and which of them hold the text,
     the title and the id, preselected by a guess. Returns the mappings by file name, and whether
@@ -156,7 +161,7 @@ def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
             continue  # nothing to choose: the build reads it as it is, or says why it cannot
         guess = suggest_mapping(data, columns)
         box = st.sidebar.container(border=True)
-        reading = record_reading(data)
+        reading = _record_reading(data)
         note = box.empty()  # above the checkbox, written once the checkbox says which applies
         if reading is not None and not box.checkbox("Choose one column for the text instead",
                                                     key=f"csv_own:{upload.name}"):

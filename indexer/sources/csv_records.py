@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,37 +63,50 @@ class Reading:
     id: str | None
 
 
-def read_records(rows: Iterable[Row], columns: list[str], id_column: str = "id",
+def read_records(rows: Callable[[], Iterable[Row]], columns: list[str], id_column: str = "id",
                  title_column: str = "title") -> Iterator[json_records.Record]:
     """Each row of a CSV without a text column as a record (see the module's docstring), in file
-    order. Raises `json_records.NotRecords`, before any record, when fewer than half of the rows
+    order. `rows` gives the rows afresh each time it is called: a first pass finds the id column
+    and counts the rows of prose, the second reads them, so no more than a row's record is held
+    at once. Raises `json_records.NotRecords`, before any record, when fewer than half of the rows
     hold prose (`MIN_PROSE_SHARE`)."""
-    yield from _read(rows, columns, id_column, title_column)[1]
+    found = reading(rows(), columns, id_column, title_column)
+    repeated = _repeated(columns)
+    for row in rows():
+        yield _record(row, columns, repeated, found.id, title_column)
 
 
 def reading(rows: Iterable[Row], columns: list[str], id_column: str = "id",
             title_column: str = "title") -> Reading:
-    """Which columns `read_records` takes as text, title and id, to tell a person before a build.
-    Raises `json_records.NotRecords` as `read_records` does."""
-    id_field, records = _read(rows, columns, id_column, title_column)
-    text = dict.fromkeys(re.sub(r"\[\d+\]$", "", heading.title)
-                         for record in records for heading in record.outline.headings)
+    """Which columns `read_records` takes as text, title and id (to tell a person before a build),
+    in one pass over `rows`. Raises `json_records.NotRecords` as `read_records` does."""
+    repeated = _repeated(columns)
+    ids = _IdColumns(columns, id_column, repeated)
+    text: dict[str, None] = {}
+    count = with_prose = 0
+    for row in rows:
+        ids.see(row.values)
+        record = _record(row, columns, repeated, None, title_column)
+        count += 1
+        with_prose += bool(record.outline.headings)
+        text.update(dict.fromkeys(re.sub(r"\[\d+\]$", "", heading.title) for heading in record.outline.headings))
+    if not with_prose or with_prose < MIN_PROSE_SHARE * count:
+        raise json_records.NotRecords(f"{with_prose} of {count} rows hold prose")
+    id_field = ids.chosen()
+    text.pop(id_field or "", None)  # read as the id, not as text, once it is chosen
     lowered = {name.strip().lower(): name for name in reversed(columns)}  # the first of a name
     title = next((lowered[name] for name in _title_fields(title_column) if name in lowered), None)
     return Reading(tuple(text), title, id_field)
 
 
-def _read(rows: Iterable[Row], columns: list[str], id_column: str,
-          title_column: str) -> tuple[str | None, list[json_records.Record]]:
-    repeated = {name for name, count in Counter(columns).items() if count > 1}
-    cells = [(row.line, _cells(columns, row.values, repeated)) for row in rows]
-    id_field = _id_column(cells, columns, id_column, repeated)
-    records = [json_records.record_of(item, line, id_fields=(id_field,) if id_field else (),
-                                      title_fields=_title_fields(title_column)) for line, item in cells]
-    with_prose = sum(1 for record in records if record.outline.headings)
-    if not with_prose or with_prose < MIN_PROSE_SHARE * len(records):
-        raise json_records.NotRecords(f"{with_prose} of {len(records)} rows hold prose")
-    return id_field, records
+def _record(row: Row, columns: list[str], repeated: set[str], id_field: str | None,
+            title_column: str) -> json_records.Record:
+    return json_records.record_of(_cells(columns, row.values, repeated), row.line,
+                                  id_fields=(id_field,) if id_field else (), title_fields=_title_fields(title_column))
+
+
+def _repeated(columns: list[str]) -> set[str]:
+    return {name for name, count in Counter(columns).items() if count > 1}
 
 
 def _title_fields(title_column: str) -> tuple[str, ...]:
@@ -114,17 +127,27 @@ def _cells(columns: list[str], values: list[str], repeated: set[str]) -> dict[st
     return item
 
 
-def _id_column(cells: list[tuple[int, dict[str, Any]]], columns: list[str], id_column: str,
-               repeated: set[str]) -> str | None:
-    """The column that names each row: `id_column` when the header has it, else the first column
-    named for an id whose cells are filled and distinct in every row; None: rows go by their line."""
-    if id_column in columns:
-        return id_column
-    for name in dict.fromkeys(columns):
-        lowered = name.strip().lower()
-        if name in repeated or not (lowered in json_records.ID_FIELDS or lowered.endswith(ID_SUFFIXES)):
-            continue
-        values = [item.get(name) for _, item in cells]
-        if all(values) and len(set(values)) == len(values):
-            return name
-    return None
+class _IdColumns:
+    """The column that names each row, found in one pass: `id_column` when the header has it, else
+    the first column named for an id whose cells are filled and distinct in every row (None: rows go
+    by their line). Holds the values of the candidates still standing."""
+
+    def __init__(self, columns: list[str], id_column: str, repeated: set[str]) -> None:
+        self.named = id_column if id_column in columns else None
+        candidates = [] if self.named else [
+            name for name in dict.fromkeys(columns) if name not in repeated
+            and (name.strip().lower() in json_records.ID_FIELDS or name.strip().lower().endswith(ID_SUFFIXES))]
+        self.seen: dict[str, set[str]] = {name: set() for name in candidates}
+        self.at = {name: columns.index(name) for name in candidates}
+
+    def see(self, values: list[str]) -> None:
+        for name in list(self.seen):
+            at = self.at[name]
+            value = values[at].strip() if at < len(values) else ""
+            if not value or value in self.seen[name]:
+                del self.seen[name]  # blank or repeated: not an id
+            else:
+                self.seen[name].add(value)
+
+    def chosen(self) -> str | None:
+        return self.named or next(iter(self.seen), None)

@@ -139,3 +139,17 @@ def test_every_csv_file_on_this_machine_reads_without_an_error() -> None:
     for path in files:
         docs, issues = read(path)
         assert docs == [] and len(issues) == 1, (path, issues[:3])
+
+
+def test_a_bad_row_of_an_export_is_named_once_and_the_rest_read(tmp_path: Path) -> None:
+    """The rows are parsed twice (the id column and the share of prose first, then the records),
+    and a row's issue is reported once."""
+    path = tmp_path / "tickets.csv"
+    path.write_text("Subject,Description\n"
+                    "Printer jams,The printer on the third floor jams on every second page.\n"
+                    "VPN drops,The VPN drops every hour since the update,,extra cell\n"
+                    "Badge reader,The badge reader at the side door rejects new cards.\n", encoding="utf-8")
+    docs, issues = read(path)
+    assert [d.title for d in docs] == ["Printer jams", "Badge reader"]
+    assert issues == ["tickets.csv:3: row has 4 fields but the header has 2; put a field that holds commas in "
+                      'double quotes ("...")']

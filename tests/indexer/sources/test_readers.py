@@ -1,12 +1,21 @@
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from indexer.sources.documents import InputIssue
-from indexer.sources.readers import count_documents, mbox_message, mbox_message_line, read_documents
+from indexer.sources.readers import (
+    count_documents,
+    csv_lines,
+    mbox_message,
+    mbox_message_line,
+    read_documents,
+)
 
 
 def collect(source, **kwargs):
@@ -748,3 +757,10 @@ def test_count_documents_counts_an_mbox_by_its_messages(tmp_path):
     (tmp_path / "old").unlink()
     (tmp_path / "notes.txt").write_text("From here on, plain notes.\n\nFrom the top.\n")
     assert count_documents(tmp_path) == 5 + 2 + 1 == len(list(read_documents(tmp_path)))
+
+
+@given(st.text(alphabet=st.sampled_from(["a", ",", '"', "\r", "\n", "é", " "]), max_size=40))
+def test_csv_lines_split_where_a_stringio_without_newline_translation_does(text):
+    """The CSV reader's lines, taken from the text without copying it, are those the csv module's
+    docs ask for: `io.StringIO(text, newline="")`'s, endings untouched."""
+    assert list(csv_lines(text)) == list(io.StringIO(text, newline=""))
