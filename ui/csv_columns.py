@@ -22,7 +22,7 @@ from pathlib import Path
 
 from indexer import IndexConfig
 from indexer.sources import csv_records, json_records
-from indexer.sources.readers import content_name, csv_lines
+from indexer.sources.readers import content_name, csv_delimiter, csv_lines
 
 # The columns an upload's build reads (IndexConfig's defaults; ui/uploads.py changes none).
 ID_COLUMN: str = IndexConfig.csv_id_column
@@ -90,7 +90,7 @@ def _split_header(text: str) -> tuple[list[str], str, str] | None:
             yield line
 
     try:
-        columns = next(csv.reader(lines()), None)
+        columns = next(csv.reader(lines(), delimiter=csv_delimiter(text)), None)
     except csv.Error:
         return None
     if not columns:
@@ -119,7 +119,7 @@ def _rows(data: bytes, limit: int | None = None) -> Iterator[dict[str, str]]:
     text = _decode(data)
     if text is None:
         return
-    reader = csv.reader(csv_lines(text))
+    reader = csv.reader(csv_lines(text), delimiter=csv_delimiter(text))
     try:
         columns = next(reader, [])
         for count, values in enumerate(reader):
@@ -138,7 +138,7 @@ def record_reading(data: bytes) -> csv_records.Reading | None:
     text = _decode(data)
     if text is None:
         return None
-    reader = csv.reader(csv_lines(text))
+    reader = csv.reader(csv_lines(text), delimiter=csv_delimiter(text))
     try:
         columns = next(reader, [])
         rows = [csv_records.Row(line, values) for line, values in enumerate(reader, start=2) if values]
@@ -226,6 +226,6 @@ def apply_mapping(data: bytes, mapping: CsvMapping, name: str = "The CSV") -> by
         raise ValueError(f"{name} cannot be read as CSV; save it as UTF-8 text.")
     columns, ending, rest = split
     header = io.StringIO()
-    csv.writer(header, lineterminator=ending).writerow(renamed_columns(columns, mapping))
+    csv.writer(header, lineterminator=ending, delimiter=csv_delimiter(text)).writerow(renamed_columns(columns, mapping))
     out = (header.getvalue() + rest).encode("utf-8")
     return gzip.compress(out, mtime=0) if data.startswith(b"\x1f\x8b") else out

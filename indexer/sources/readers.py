@@ -758,7 +758,7 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
 _DELIMITERS = {",": "comma", "\t": "tab", ";": "semicolon"}
 
 
-def _delimiter(text: str) -> str:
+def csv_delimiter(text: str) -> str:
     """The CSV's field separator, told by its header line: the commonest of comma, tab and
     semicolon there (comma on a tie or when there is none), so a tab-separated file saved as
     .csv is read by its columns instead of as one column named by its whole header."""
@@ -796,7 +796,7 @@ def read_csv_file(
     if text is None:
         return
     csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
-    delimiter = _delimiter(text)
+    delimiter = csv_delimiter(text)
     reader = csv.reader(csv_lines(text), delimiter=delimiter)
     try:
         columns = next(reader, [])

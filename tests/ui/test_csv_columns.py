@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from indexer import IndexConfig
+from indexer.sources import csv_records
 from indexer.sources.documents import InputIssue
 from indexer.sources.readers import read_documents
 from ui.csv_columns import (
@@ -19,6 +20,7 @@ from ui.csv_columns import (
     is_csv,
     mapping_problem,
     needs_mapping,
+    record_reading,
     renamed_columns,
     suggest_mapping,
 )
@@ -121,3 +123,16 @@ def test_a_mapping_that_does_not_fit_says_what_the_file_needs() -> None:
         apply_mapping(b"body\n\xc3\x28 not UTF-8\n", CsvMapping(text="body"))
     with pytest.raises(ValueError, match="One column cannot be two things .* choose a different column"):
         CsvMapping(text="bio", title="bio")
+
+
+def test_a_semicolon_or_tab_separated_upload_is_split_as_the_indexer_splits_it(tmp_path: Path) -> None:
+    """Excel writes semicolons where the decimal mark is a comma; the indexer tells the separator by
+    the header (readers.csv_delimiter), and so do the upload's columns, its reading and its rename."""
+    data = b"Betreff;Nummer;Beschreibung\nDrucker klemmt;7;Der Drucker im dritten Stock klemmt bei jeder zweiten Seite.\n"
+    assert csv_columns(data) == ["Betreff", "Nummer", "Beschreibung"]
+    assert csv_columns(data.replace(b";", b"\t")) == ["Betreff", "Nummer", "Beschreibung"]
+    assert record_reading(data) == csv_records.Reading(text=("Beschreibung",), title=None, id=None)
+    mapped = apply_mapping(data, CsvMapping(text="Beschreibung", title="Betreff", id="Nummer"))
+    assert mapped.split(b"\n", 1)[0] == b"title;id;text"
+    docs, issues = read_as_uploads(tmp_path, "tickets.csv", mapped)
+    assert issues == [] and [(d.doc_id, d.title) for d in docs] == [("7", "Drucker klemmt")]
