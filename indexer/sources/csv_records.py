@@ -22,8 +22,9 @@ header has no `text` column, each row is read as a record of a JSON export is
   `Labels`, `Watchers`) gives one list of its filled cells; empty cells are left out.
 
 A table fewer than half of whose rows hold prose (a list of codes, a data table of names and
-numbers, a registry with an occasional note) is not records: the reader refuses it as before,
-saying which column to name as the text.
+numbers, a registry with an occasional note), or whose first row holds data rather than the
+names of columns (a number, a sentence: STS Benchmark's pairs have no header), is not records:
+the reader refuses it as before, saying why and which column to name as the text.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ from indexer.sources import json_records
 MIN_PROSE_SHARE = 0.5
 # Endings of a column name that names an id (lower case): `Issue key`, `Ticket ID`, `issue_id`.
 ID_SUFFIXES = (" key", " id", "_id", "_key", "-id")
+# A header cell that is a number, or reads as prose, is data: a file without a header (STS
+# Benchmark's sentence pairs), whose first row would otherwise name its columns.
+_NUMBER = re.compile(r"[-+]?\d[\d.,]*")
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,10 @@ def reading(rows: Iterable[Row], columns: list[str], id_column: str = "id",
             title_column: str = "title") -> Reading:
     """Which columns `read_records` takes as text, title and id (to tell a person before a build),
     in one pass over `rows`. Raises `json_records.NotRecords` as `read_records` does."""
+    data = [name for name in columns if json_records.is_prose(name) or _NUMBER.fullmatch(name.strip())]
+    if data:
+        shown = ", ".join(f"'{name[:40]}'" for name in data[:2])
+        raise json_records.NotRecords(f"its first row holds data ({shown}), not the names of columns")
     repeated = _repeated(columns)
     ids = _IdColumns(columns, id_column, repeated)
     text: dict[str, None] = {}
@@ -91,7 +99,8 @@ def reading(rows: Iterable[Row], columns: list[str], id_column: str = "id",
         with_prose += bool(record.outline.headings)
         text.update(dict.fromkeys(re.sub(r"\[\d+\]$", "", heading.title) for heading in record.outline.headings))
     if not with_prose or with_prose < MIN_PROSE_SHARE * count:
-        raise json_records.NotRecords(f"{with_prose} of {count} rows hold prose")
+        raise json_records.NotRecords(f"{with_prose:,} of its {count:,} rows hold prose (a description, a "
+                                      "comment), under half")
     id_field = ids.chosen()
     text.pop(id_field or "", None)  # read as the id, not as text, once it is chosen
     lowered = {name.strip().lower(): name for name in reversed(columns)}  # the first of a name

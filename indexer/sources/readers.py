@@ -817,25 +817,27 @@ def read_csv_file(
                 return (csv_records.Row(line, values) for line, values in _csv_rows(again, columns, label, report))
 
             passes: list[None] = []
+            why_not = ""
             try:
                 records = csv_records.read_records(rows, columns, id_column, title_column)
                 first = next(records, None)
-            except json_records.NotRecords:
-                pass
+            except json_records.NotRecords as err:
+                why_not = f"; nor is it read a record a row, as a ticket export is: {err}"
             else:
                 for issue in held:
                     on_issue(issue)
                 if first is not None:
                     yield from _record_documents(label, itertools.chain([first], records), on_issue)
                 return
+        else:
+            why_not = ""
         optional = " and ".join(f"'{c}'" for c in (id_column, title_column))
-        prose = " and most rows hold no prose (a description, a comment)" if text_column == CSV_TEXT_COLUMN else ""
         on_issue(
             InputIssue(
                 label,
                 1,
                 f"missing CSV column '{text_column}' (columns, {_DELIMITERS[delimiter]}-separated: "
-                f"{', '.join(columns) or 'none'}){prose}; "
+                f"{', '.join(columns) or 'none'}){why_not}; "
                 f"the first row must name the columns, one of them '{text_column}' for the text "
                 f"(and optionally {optional})",
                 cli_hint="or map your columns with --csv-text/--csv-title/--csv-id",

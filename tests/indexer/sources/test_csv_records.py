@@ -82,14 +82,29 @@ def test_a_table_whose_rows_mostly_hold_no_prose_is_refused_as_before(tmp_path: 
     docs, issues = read(table)
     assert docs == [] and len(issues) == 1
     assert issues[0].startswith("codes.csv:1: missing CSV column 'text' (columns, comma-separated: code, name, "
-                                "population) and most rows hold no prose")
+                                "population); nor is it read a record a row, as a ticket export is: 0 of its 2 "
+                                "rows hold prose (a description, a comment), under half; the first row must name")
     # a registry with an occasional note: one row of three with prose is not an export of records,
     # and a malformed row of a file that is not records is not reported on its own
     notes = tmp_path / "registry.csv"
     notes.write_text('prefix,owner,notes\nab,Ada,\ncd,Bob,\nef,Eve,"Reserved for internal use only, do not take."\n'
                      'gh,Joe,,too,many\n', encoding="utf-8")
     docs, issues = read(notes)
-    assert docs == [] and len(issues) == 1 and "most rows hold no prose" in issues[0]
+    assert docs == [] and len(issues) == 1 and "1 of its 3 rows hold prose" in issues[0]
+
+
+def test_a_file_whose_first_row_is_data_is_not_read_as_records(tmp_path: Path) -> None:
+    """STS Benchmark's pairs have no header: its first row's numbers and sentences are not column
+    names, and its rows would read with sentences for headings."""
+    path = tmp_path / "sts-dev.csv"
+    path.write_text("main-captions\tMSRvid\t2012test\t0000\t5.000\tA man with a hard hat is dancing.\t"
+                    "A man wearing a hard hat is dancing.\n"
+                    "main-captions\tMSRvid\t2012test\t0002\t4.750\tA young child is riding a horse.\t"
+                    "A child is riding a horse.\n", encoding="utf-8")
+    docs, issues = read(path)
+    assert docs == [] and len(issues) == 1
+    assert "nor is it read a record a row, as a ticket export is: its first row holds data ('0000', '5.000'), " \
+        "not the names of columns; the first row must name the columns" in issues[0]
 
 
 def test_a_text_column_named_on_the_command_line_is_never_guessed(tmp_path: Path) -> None:

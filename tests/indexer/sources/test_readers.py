@@ -96,8 +96,9 @@ def test_csv_missing_text_column_names_the_columns_and_the_flag(tmp_path):
     docs, issues = collect(path)
     assert docs == []
     assert issues == [
-        "t.csv:1: missing CSV column 'text' (columns, comma-separated: a, b) and most rows hold no prose "
-        "(a description, a comment); the first row must name the columns, "
+        "t.csv:1: missing CSV column 'text' (columns, comma-separated: a, b); nor is it read a record a row, "
+        "as a ticket export is: 0 of its 1 rows hold prose (a description, a comment), under half; the first "
+        "row must name the columns, "
         "one of them 'text' for the text (and optionally 'id' and 'title')"
     ]
 
