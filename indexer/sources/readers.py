@@ -804,33 +804,13 @@ def read_csv_file(
         on_issue(InputIssue(label, 1, f"malformed CSV header ({err})"))
         return
     if text_column not in columns:
+        why_not = ""
         if text_column == CSV_TEXT_COLUMN:
-            held: list[InputIssue] = []  # a row's issue counts only if the rows are records
-
-            def rows() -> Iterator[csv_records.Row]:
-                """The rows afresh, parsed again: the first pass's issues are held, a later pass's
-                (the same again) dropped."""
-                again = csv.reader(csv_lines(text), delimiter=delimiter)
-                next(again, None)  # the header, read above
-                report: IssueHandler = (lambda issue: None) if passes else held.append
-                passes.append(None)
-                return (csv_records.Row(line, values) for line, values in _csv_rows(again, columns, label, report))
-
-            passes: list[None] = []
-            why_not = ""
-            try:
-                records = csv_records.read_records(rows, columns, id_column, title_column)
-                first = next(records, None)
-            except json_records.NotRecords as err:
-                why_not = f"; nor is it read a record a row, as a ticket export is: {err}"
-            else:
-                for issue in held:
-                    on_issue(issue)
-                if first is not None:
-                    yield from _record_documents(label, itertools.chain([first], records), on_issue)
+            read = _csv_as_records(text, delimiter, columns, label, on_issue, id_column, title_column)
+            if not isinstance(read, str):
+                yield from read
                 return
-        else:
-            why_not = ""
+            why_not = read
         optional = " and ".join(f"'{c}'" for c in (id_column, title_column))
         on_issue(
             InputIssue(
@@ -865,6 +845,31 @@ def read_csv_file(
         yield Document(
             doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=row_no
         )
+
+
+def _csv_as_records(text: str, delimiter: str, columns: list[str], label: str, on_issue: IssueHandler,
+                    id_column: str, title_column: str) -> Iterator[Document] | str:
+    """The documents of a CSV without a text column read a record a row (`csv_records`), or, for
+    the message that refuses it, why it is not records. The rows are parsed once per pass."""
+    held: list[InputIssue] = []  # a row's issue counts only if the rows are records
+    passes: list[None] = []
+
+    def rows() -> Iterator[csv_records.Row]:
+        """The rows afresh: the first pass's issues are held, a later pass's (the same again) dropped."""
+        again = csv.reader(csv_lines(text), delimiter=delimiter)
+        next(again, None)  # the header, read already
+        report: IssueHandler = (lambda issue: None) if passes else held.append
+        passes.append(None)
+        return (csv_records.Row(line, values) for line, values in _csv_rows(again, columns, label, report))
+
+    try:
+        records = csv_records.read_records(rows, columns, id_column, title_column)
+        first = next(records, None)
+    except json_records.NotRecords as err:
+        return f"; nor is it read a record a row, as a ticket export is: {err}"
+    for issue in held:
+        on_issue(issue)
+    return iter(()) if first is None else _record_documents(label, itertools.chain([first], records), on_issue)
 
 
 def _csv_rows(reader: Any, columns: list[str], label: str, on_issue: IssueHandler) -> Iterator[tuple[int, list[str]]]:
