@@ -43,9 +43,11 @@ from indexer.sources import json_records
 MIN_PROSE_SHARE = 0.5
 # Endings of a column name that names an id (lower case): `Issue key`, `Ticket ID`, `issue_id`.
 ID_SUFFIXES = (" key", " id", "_id", "_key", "-id")
-# A header cell that is a number, or reads as prose, is data: a file without a header (STS
-# Benchmark's sentence pairs), whose first row would otherwise name its columns.
+# A header cell that is a number, or a sentence (prose ending as one does), is data: a file without
+# a header (STS Benchmark's sentence pairs), whose first row would otherwise name its columns. A
+# long name is not: Jira's `Custom field (Story Points)`.
 _NUMBER = re.compile(r"[-+]?\d[\d.,]*")
+_SENTENCE_ENDS = (".", "!", "?")
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def reading(rows: Iterable[Row], columns: list[str], id_column: str = "id",
             title_column: str = "title") -> Reading:
     """Which columns `read_records` takes as text, title and id (to tell a person before a build),
     in one pass over `rows`. Raises `json_records.NotRecords` as `read_records` does."""
-    data = [name for name in columns if json_records.is_prose(name) or _NUMBER.fullmatch(name.strip())]
+    data = [name for name in columns if _NUMBER.fullmatch(name.strip())
+            or json_records.is_prose(name) and name.rstrip().endswith(_SENTENCE_ENDS)]
     if data:
         shown = ", ".join(f"'{name[:40]}'" for name in data[:2])
         raise json_records.NotRecords(f"its first row holds data ({shown}), not the names of columns")

@@ -20,14 +20,15 @@ from search import Searcher
 # The shape of Jira's CSV export (Filters > Export > CSV, all fields), cut to a few columns: a
 # repeated column per label and per comment, a comment as "date;author;body".
 JIRA_CSV = (
-    "Summary,Issue key,Issue id,Issue Type,Status,Priority,Labels,Labels,Description,Comment,Comment\n"
+    "Summary,Issue key,Issue id,Issue Type,Status,Priority,Labels,Labels,Description,Comment,Comment,"
+    "Custom field (Story Points)\n"
     'Password reset email never arrives,SUP-12,10012,Bug,Open,High,auth,email,"Customers report that '
     'the reset email does not arrive after they request it.\nIt started after the mail relay change.",'
     '"03/Jan/24 10:15 AM;jsmith;Checked the relay logs, the messages are queued but never sent.",'
-    '"04/Jan/24 9:02 AM;ada;Relay restarted; the queue is draining now."\n'
+    '"04/Jan/24 9:02 AM;ada;Relay restarted; the queue is draining now.",3\n'
     "Export to PDF cuts the last page,SUP-13,10013,Bug,Done,Low,export,,"
-    '"When a report has more than ten pages, the exported PDF stops before the final page.",,\n'
-    "Add dark mode,SUP-14,10014,Story,Open,Medium,,,,,\n"
+    '"When a report has more than ten pages, the exported PDF stops before the final page.",,,\n'
+    "Add dark mode,SUP-14,10014,Story,Open,Medium,,,,,,\n"
 )
 
 
@@ -52,7 +53,7 @@ def test_a_jira_csv_export_is_a_document_a_ticket(tmp_path: Path) -> None:
     assert "the messages are queued but never sent" in first.text and "the queue is draining" in first.text
     assert [h.title for h in first.outline.headings] == ["Description", "Comment[1]", "Comment[2]"]
     assert first.metadata == {"Issue id": "10012", "Issue Type": "Bug", "Status": "Open", "Priority": "High",
-                              "Labels": ["auth", "email"]}
+                              "Labels": ["auth", "email"], "Custom field (Story Points)": "3"}
     assert docs[1].metadata["Labels"] == ["export"], "a repeated column is a list, even of one"
     assert "Comment" not in docs[1].metadata, "empty cells are left out"
 
