@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,23 +69,22 @@ class Reading:
     id: str | None
 
 
-def read_records(rows: Callable[[], Iterable[Row]], columns: list[str], id_column: str = "id",
+def read_records(rows: Iterable[Row], columns: list[str], found: Reading,
                  title_column: str = "title") -> Iterator[json_records.Record]:
     """Each row of a CSV without a text column as a record (see the module's docstring), in file
-    order. `rows` gives the rows afresh each time it is called: a first pass finds the id column
-    and counts the rows of prose, the second reads them, so no more than a row's record is held
-    at once. Raises `json_records.NotRecords`, before any record, when fewer than half of the rows
-    hold prose (`MIN_PROSE_SHARE`)."""
-    found = reading(rows(), columns, id_column, title_column)
+    order, named by the id column `reading` found in a first pass over the same rows: a record at a
+    time, so no more than one row's record is held."""
     repeated = _repeated(columns)
-    for row in rows():
+    for row in rows:
         yield _record(row, columns, repeated, found.id, title_column)
 
 
 def reading(rows: Iterable[Row], columns: list[str], id_column: str = "id",
             title_column: str = "title") -> Reading:
-    """Which columns `read_records` takes as text, title and id (to tell a person before a build),
-    in one pass over `rows`. Raises `json_records.NotRecords` as `read_records` does."""
+    """Which columns the rows' records take as text, title and id (what `read_records` names them
+    by, and what the app tells a person before a build), in one pass over `rows`. Raises
+    `json_records.NotRecords` when they are not records: a first row of data, or fewer than half
+    of the rows holding prose (`MIN_PROSE_SHARE`)."""
     data = [name for name in columns if _NUMBER.fullmatch(name.strip())
             or json_records.is_prose(name) and name.rstrip().endswith(_SENTENCE_ENDS)]
     if data:

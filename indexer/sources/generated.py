@@ -154,12 +154,17 @@ SPHINX_BUILD_MARKS = ("searchindex.js", "objects.inv")
 _SPHINX_INDEX_PAGE = re.compile(r"(genindex(-[^/]+)?|[a-z]+-modindex|search)\.html?|objects\.inv", re.IGNORECASE)
 
 
+def _sphinx_builds(labels: list[str]) -> set[str]:
+    """The folders among `labels` that hold a Sphinx build: a `SPHINX_BUILD_MARKS` file."""
+    return {_folder(label) for label in labels if PurePosixPath(_content(label)).name in SPHINX_BUILD_MARKS}
+
+
 def sphinx_index_pages(labels: Iterable[str]) -> list[str]:
     """The index pages, search page and inventory of the Sphinx builds among `labels` (paths
     within the source, '/'-separated; a trailing `.gz` allowed): those in a folder holding a
     `SPHINX_BUILD_MARKS` file."""
     known = sorted(labels)
-    builds = {_folder(label) for label in known if PurePosixPath(_content(label)).name in SPHINX_BUILD_MARKS}
+    builds = _sphinx_builds(known)
     return [label for label in known if _folder(label) in builds
             and _SPHINX_INDEX_PAGE.fullmatch(PurePosixPath(_content(label)).name)]
 
@@ -187,7 +192,7 @@ def sphinx_module_pages(labels: Iterable[str]) -> list[str]:
     a trailing `.gz` allowed): pages below a `_modules` folder that lies beside a `SPHINX_BUILD_MARKS`
     file."""
     known = sorted(labels)
-    builds = {_folder(label) for label in known if PurePosixPath(_content(label)).name in SPHINX_BUILD_MARKS}
+    builds = _sphinx_builds(known)
     found = []
     for label in known:
         parts = PurePosixPath(label).parts
@@ -224,7 +229,7 @@ def sphinx_example_downloads(labels: Iterable[str]) -> dict[str, str]:
     """The example scripts and notebooks among `labels` that a Sphinx build offers for download
     beside the page showing them (see `SPHINX_DOWNLOADS`): download -> page."""
     known = sorted(labels)
-    builds = {_folder(label) for label in known if PurePosixPath(_content(label)).name in SPHINX_BUILD_MARKS}
+    builds = _sphinx_builds(known)
     pages: dict[tuple[str, str], str] = {}
     for label in known:
         if _is_page(label):

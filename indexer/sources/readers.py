@@ -850,26 +850,24 @@ def read_csv_file(
 def _csv_as_records(text: str, delimiter: str, columns: list[str], label: str, on_issue: IssueHandler,
                     id_column: str, title_column: str) -> Iterator[Document] | str:
     """The documents of a CSV without a text column read a record a row (`csv_records`), or, for
-    the message that refuses it, why it is not records. The rows are parsed once per pass."""
-    held: list[InputIssue] = []  # a row's issue counts only if the rows are records
-    passes: list[None] = []
+    the message that refuses it, why it is not records. The rows are parsed twice, so that neither
+    pass holds more than a row: the first finds the id column and the share of prose (its issues
+    held until the rows prove records), the second reads the records (the same issues dropped)."""
 
-    def rows() -> Iterator[csv_records.Row]:
-        """The rows afresh: the first pass's issues are held, a later pass's (the same again) dropped."""
+    def rows(report: IssueHandler) -> Iterator[csv_records.Row]:
         again = csv.reader(csv_lines(text), delimiter=delimiter)
         next(again, None)  # the header, read already
-        report: IssueHandler = (lambda issue: None) if passes else held.append
-        passes.append(None)
         return (csv_records.Row(line, values) for line, values in _csv_rows(again, columns, label, report))
 
+    held: list[InputIssue] = []
     try:
-        records = csv_records.read_records(rows, columns, id_column, title_column)
-        first = next(records, None)
+        found = csv_records.reading(rows(held.append), columns, id_column, title_column)
     except json_records.NotRecords as err:
         return f"; nor is it read a record a row, as a ticket export is: {err}"
     for issue in held:
         on_issue(issue)
-    return iter(()) if first is None else _record_documents(label, itertools.chain([first], records), on_issue)
+    records = csv_records.read_records(rows(lambda issue: None), columns, found, title_column)
+    return _record_documents(label, records, on_issue)
 
 
 def _csv_rows(reader: Any, columns: list[str], label: str, on_issue: IssueHandler) -> Iterator[tuple[int, list[str]]]:
