@@ -50,11 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                             "under a quarter of a passage, they are read with the text before them)")
     build.add_argument("--no-titles", action="store_true",
                        help="embed passages without their document title (a new index, or with --rebuild)")
-    build.add_argument("--csv-id", default="id", help="CSV column holding the document id")
-    build.add_argument("--csv-title", default="title", help="CSV column holding the title")
+    build.add_argument("--csv-id", default="id", help="CSV (or spreadsheet) column holding the document id")
+    build.add_argument("--csv-title", default="title", help="CSV (or spreadsheet) column holding the title")
     build.add_argument("--csv-text", default=IndexConfig.csv_text_column,
-                       help="CSV column holding the text (default: text; a CSV without a 'text' column "
-                            "is read a record a row, its prose columns as the text: a ticket export)")
+                       help="CSV (or spreadsheet) column holding the text (default: text; a CSV or sheet "
+                            "without a 'text' column is read a record a row, its prose columns as the "
+                            "text: a ticket export)")
     build.add_argument("--max-document-chars", type=int, default=DEFAULT_MAX_DOCUMENT_CHARS,
                        help="skip (with a warning) documents longer than this many characters")
     build.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -70,6 +70,8 @@ class BuildCounts:
     left_out: tuple[tuple[tuple[str, ...], str], ...] = ()
     # The files of issues about one record or message in them (a line): their other documents stand.
     files_with_records: tuple[str, ...] = ()
+    # (file, warning) of documents indexed with a caveat: pages without text, a sheet left out.
+    caveats: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, report: BuildReport) -> BuildCounts:
@@ -79,7 +81,8 @@ class BuildCounts:
                    tuple((issue.files, issue.problem) if issue.files else
                          ((issue.path,), f"{issue.path} left out: {issue.problem}")
                          for issue in report.left_out),
-                   tuple(sorted({issue.path for issue in report.issues if issue.line is not None})))
+                   tuple(sorted({issue.path for issue in report.issues if issue.line is not None})),
+                   tuple((issue.path, str(issue)) for issue in report.caveats))
 
     def summary(self) -> str:
         return self.summary_line
@@ -91,7 +94,8 @@ class BuildCounts:
     def from_json(cls, fields: dict) -> BuildCounts:
         return cls(**{**fields, "issues": tuple(tuple(pair) for pair in fields.get("issues", ())),
                       "left_out": tuple((tuple(files), note) for files, note in fields.get("left_out", ())),
-                      "files_with_records": tuple(fields.get("files_with_records", ()))})
+                      "files_with_records": tuple(fields.get("files_with_records", ())),
+                      "caveats": tuple(tuple(pair) for pair in fields.get("caveats", ()))})
 
 
 @dataclass(frozen=True)

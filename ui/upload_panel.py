@@ -52,7 +52,8 @@ def upload_section(folder: Path) -> None:
         "its prose is the text, its other fields metadata to filter on), each .jsonl line (read "
         "alike where it has no `text` field) and each .csv row. A .csv names its columns in its "
         "first row; one without a `text` column is read a record a row when most rows hold prose "
-        "(a ticket export: its prose columns as the text), else it asks which column holds the text.",
+        "(a ticket export: its prose columns as the text), else it asks which column holds the text. "
+        "A spreadsheet (.xlsx, .ods, .xls) is read a sheet at a time, each sheet as such a .csv.",
     )
     mappings, mapped = csv_mapping_controls(files or [])
     target = upload_target(folder)
@@ -120,6 +121,8 @@ def show_upload_outcome(job: UploadBuild) -> None:
     for issue in result.issues:
         st.sidebar.warning(f"Skipped {issue}. Fix the file and upload it again.")
     for note in result.left_out:
+        st.sidebar.info(escape_markdown(note))
+    for note in result.caveats:  # indexed, with a warning: pages without text, a sheet left out
         st.sidebar.info(escape_markdown(note))
 
 

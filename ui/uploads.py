@@ -33,14 +33,16 @@ ProgressCallback = Callable[[int, int], None]
 
 @dataclass
 class UploadResult:
-    """What one batch of uploads did; `issues` (skipped) and `left_out` (files a tool wrote from
-    others, or their sources: `indexer.sources.generated`) name only this batch's files."""
+    """What one batch of uploads did; `issues` (skipped), `left_out` (files a tool wrote from
+    others, or their sources: `indexer.sources.generated`) and `caveats` (files indexed with a
+    warning: pages without text, a workbook's sheet left out) name only this batch's files."""
 
     report: BuildCounts
     saved: list[str] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     left_out_files: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
 
 
 def uploads_dir(index_dir: Path) -> Path:
@@ -169,7 +171,8 @@ def finish_uploads(prepared: PreparedUploads, counts: BuildCounts) -> UploadResu
                                + [name for files, _ in left_out for name in files])
     return UploadResult(report=counts, saved=prepared.saved, issues=[text for _, text in issues],
                         left_out=[note for _, note in left_out],
-                        left_out_files=sorted(name for files, _ in left_out for name in files))
+                        left_out_files=sorted(name for files, _ in left_out for name in files),
+                        caveats=[text for path, text in counts.caveats if path in batch])
 
 
 def index_uploads(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from indexer.encoding import check_encoding
 from indexer.sources.documents import DEFAULT_MAX_DOCUMENT_CHARS
-from indexer.sources.readers import CSV_TEXT_COLUMN
+from indexer.sources.tables import CSV_TEXT_COLUMN
 from indexer.store.ann import VectorIndexConfig
 from indexer.store.segments import SegmentPolicy
 from indexer.store.shards import check_shard_count

@@ -43,6 +43,9 @@ class BuildReport:
     # Input left out on purpose (each also among `warnings`): a second path to a file, the files a
     # tool wrote from others (`indexer.sources.generated`).
     left_out: list[InputIssue] = field(default_factory=list)
+    # Documents indexed with a caveat (each also among `warnings`): PDF pages without a text layer, a
+    # workbook's sheet that holds no table of text.
+    caveats: list[InputIssue] = field(default_factory=list)
     vector_index: str = ""  # the committed FAISS index, e.g. "IVF1024,SQ8 (nprobe 16, recall@10 0.962)"
     notes: list[str] = field(default_factory=list)  # merges that retrained or changed the index type
 

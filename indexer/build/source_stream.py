@@ -181,6 +181,7 @@ class SourceStream:
                 raise BadInputError(f"{issue} (--strict turns these warnings into errors)")
             logger.warning("%s", issue)
             report.warnings.append(str(issue))
+            report.caveats.append(issue)
             return
         if not issue.retains_stored:  # left out on purpose (a second link to a file): a warning
             logger.warning("%s", issue)

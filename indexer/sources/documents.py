@@ -31,6 +31,14 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
 
 
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def one_line(title: str) -> str:
+    """A title is one line: control characters (a newline in a file name) become a space."""
+    return _CONTROLS.sub(" ", title).strip()
+
+
 def has_visible_text(text: str) -> bool:
     """Whether `text` holds a character a reader can see (and a tokenizer keeps).
 

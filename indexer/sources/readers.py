@@ -36,13 +36,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
-from indexer.sources import csv_records, formats, generated, json_records
+from indexer.sources import formats, generated, json_records, tables, workbooks
 from indexer.sources.documents import (
     DEFAULT_MAX_DOCUMENT_CHARS,
     Document,
     InputIssue,
     document_too_long,
     has_visible_text,
+    one_line,
     path_problem,
     validate_document,
 )
@@ -51,6 +52,8 @@ from indexer.sources.front_matter import split_front_matter
 from indexer.sources.json_records import json_kind
 from indexer.sources.legacy_text import decode_legacy
 from indexer.sources.outline import outline_of_text
+from indexer.sources.records import record_documents
+from indexer.sources.tables import CSV_TEXT_COLUMN, INVISIBLE
 
 logger = logging.getLogger(__name__)
 
@@ -76,9 +79,6 @@ _MAIL_HEAD_BYTES = 65536
 # The csv module refuses fields over 128 KiB by default; a document's size is limited
 # by `max_document_chars` instead, with a message that says how to raise it.
 _CSV_FIELD_LIMIT = 2**31 - 1
-# The column a CSV's text is read from unless `--csv-text` names another; a CSV without it is read
-# a record a row (`csv_records`).
-CSV_TEXT_COLUMN = "text"
 
 # UTF-32 first: its little-endian BOM begins with UTF-16's.
 _BOMS = (
@@ -93,14 +93,15 @@ _BOMS = (
 # is printable, but its words are drawing operators: Debian ships manuals as manual.ps.gz beside
 # manual.pdf.gz (EPS figures open the same way), and TeX's DVI output as refcard.dvi.gz.
 # Microsoft's binary Office formats before 2007 and password-protected .docx/.pptx/.xlsx files are
-# OLE compound files. RTF, printable too, is told apart before (`formats.detect`) and read.
+# OLE compound files; of them, an Excel 97-2003 workbook (.xls) is told apart before
+# (`formats.detect`) and read, as RTF is.
 _UNREAD_SIGNATURES = (
     (b"%!PS", "a PostScript file (the program that draws its pages, not their text); convert it to PDF "
               "(ps2pdf FILE) and index the PDF"),
     (b"\xf7\x02", "a DVI file (TeX's typeset pages, not text); convert it to PDF (dvipdf FILE) and index the PDF"),
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an older Office file (.doc, .xls, .ppt: Microsoft's formats before "
-     "2007) or a password-protected one, which is not read; save it as .docx, .pptx or PDF, without a password, "
-     "and index that"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an older Word or PowerPoint file (.doc, .ppt: Microsoft's formats "
+     "before 2007) or a password-protected Office file, which is not read; save it as .docx, .pptx, .xlsx or PDF, "
+     "without a password, and index that"),
 )
 # Formats whose first bytes may all be printable, so the NUL test alone could miss them.
 _BINARY_SIGNATURES = (
@@ -115,8 +116,7 @@ _BINARY_SIGNATURES = (
 IssueHandler = Callable[[InputIssue], None]
 
 _EMPTY = "empty document"
-_INVISIBLE = ("empty document: it holds only invisible characters (zero-width spaces, byte-order "
-              "marks, soft hyphens, control or private-use characters); give it visible text")
+_INVISIBLE = INVISIBLE
 
 
 def _log_issue(issue: InputIssue) -> None:
@@ -263,14 +263,6 @@ def _rst_title(text: str, fallback: str) -> str:
     return fallback
 
 
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-
-
-def one_line(title: str) -> str:
-    """A title is one line: control characters (a newline in a file name) become a space."""
-    return _CONTROLS.sub(" ", title).strip()
-
-
 def file_title(name: str, folder: str = "") -> str:
     """A file's title when the document names none: its name less a plain-text suffix
     ("notes.txt" -> "notes", "README.Debian" stays) after its parent folder within the source
@@ -334,19 +326,24 @@ def read_file(
     label: str,
     on_issue: IssueHandler,
     max_document_chars: int | None = DEFAULT_MAX_DOCUMENT_CHARS,
+    csv_columns: tuple[str, str, str] = ("id", "title", CSV_TEXT_COLUMN),
 ) -> Iterator[Document]:
-    """The one document of a file that is not a record file: PDF, Word, PowerPoint, OpenDocument,
-    RTF, EPUB, HTML or text, each also gzip-compressed."""
+    """The documents of a file that is not a `.jsonl` or `.csv` file: one of a PDF, Word,
+    PowerPoint, OpenDocument, RTF, EPUB, HTML or text file, each also gzip-compressed; a
+    workbook's rows (`workbooks`: its sheets' tables, read as a CSV's by `csv_columns`, the id,
+    title and text columns)."""
     head = _head(path)
     if head.startswith(_GZIP_MAGIC) and formats.is_container(_gzip_head(path)):
-        yield from _read_packed_container(path, label, on_issue)
+        yield from _read_packed_container(path, label, on_issue, csv_columns)
         return
     try:
         kind = formats.detect(path, head)
     except UnreadableDocument as err:
         on_issue(InputIssue(label, None, str(err)))
         return
-    if kind is not None:
+    if kind in formats.WORKBOOKS:
+        yield from workbooks.read_workbook(path, label, on_issue, kind, *csv_columns)
+    elif kind is not None:
         yield from read_formatted_file(path, label, on_issue, kind)
     else:
         yield from read_text_file(path, label, on_issue, max_document_chars)
@@ -360,9 +357,10 @@ def _gzip_head(path: Path) -> bytes:
         return b""  # reading it as text reports the damage
 
 
-def _read_packed_container(path: Path, label: str, on_issue: IssueHandler) -> Iterator[Document]:
-    """The document of a gzip-compressed PDF, office file, RTF or e-book (`manual.pdf.gz`), unpacked
-    into a temporary file that is gone when this returns."""
+def _read_packed_container(path: Path, label: str, on_issue: IssueHandler,
+                           csv_columns: tuple[str, str, str]) -> Iterator[Document]:
+    """The documents of a gzip-compressed PDF, office file, RTF, e-book or workbook
+    (`manual.pdf.gz`), unpacked into a temporary file that is gone when this returns."""
     with tempfile.TemporaryDirectory(prefix="semsearch-unpacked-") as folder:
         unpacked = Path(folder) / (content_name(path) or "unpacked")
         try:
@@ -386,8 +384,11 @@ def _read_packed_container(path: Path, label: str, on_issue: IssueHandler) -> It
         except UnreadableDocument as err:
             on_issue(InputIssue(label, None, str(err)))
             return
-        # None only when the file changed since its head was read: it is text now.
-        documents = list(read_formatted_file(path, label, on_issue, kind, content=unpacked) if kind
+        # None for text: an OLE file that is no workbook (refused, named), or a file changed since its
+        # head was read.
+        documents = list(workbooks.read_workbook(unpacked, label, on_issue, kind, *csv_columns)
+                         if kind in formats.WORKBOOKS
+                         else read_formatted_file(path, label, on_issue, kind, content=unpacked) if kind
                          else read_text_file(path, label, on_issue))
     yield from documents
 
@@ -428,7 +429,7 @@ def read_text_file(
         return
     if records and not formats.is_notebook(name, text):
         try:
-            yield from _record_documents(label, json_records.records(text), on_issue)
+            yield from record_documents(label, json_records.records(text), on_issue)
             return
         except json_records.NotRecords:
             pass  # a JSON document of another kind (a configuration, a schema): read as text
@@ -482,45 +483,6 @@ def _opens_as_json(path: Path) -> bool:
         return path.stat().st_size <= _MAX_RECORDS_BYTES
     except OSError:
         return False
-
-
-def _record_documents(label: str, records: Iterator[json_records.Record | json_records.NotAnObject],
-                      on_issue: IssueHandler) -> Iterator[Document]:
-    """The records of a JSON export as documents (`indexer.sources.json_records`), each named
-    `FILE#<its id>`, else `FILE#L<the line where it opens>`; one without text is skipped and named.
-    Raises `NotRecords`, before any document, for JSON that is not an export of records, or whose
-    records hold no text at all (a JSON Patch, a table of codes: read as text, as before)."""
-    held: list[InputIssue] | None = []  # the issues before the first record with text
-    for record in records:
-        if isinstance(record, json_records.NotAnObject):
-            issue = InputIssue(label, record.line, f"{record.kind} in the list of records, where each record "
-                               "is an object; it is skipped")
-        else:
-            doc_id = f"{label}#{record.record_id}" if record.record_id is not None else f"{label}#L{record.line}"
-            if has_visible_text(record.text):
-                if held is not None:
-                    for issue in held:
-                        on_issue(issue)
-                    held = None
-                yield _record_document(label, doc_id, record)
-                continue
-            fields = ", ".join(json_records.TEXT_FIELDS_SHOWN)
-            issue = InputIssue(label, record.line, f"empty record: no title and no text (a field named {fields}, "
-                               "..., or a string of four words or more); it is skipped", doc_id=doc_id)
-        if held is None:
-            on_issue(issue)
-        else:
-            held.append(issue)
-    if held is not None:
-        raise json_records.NotRecords("no record holds text")
-
-
-def _record_document(label: str, doc_id: str, record: json_records.Record) -> Document:
-    name = label.rsplit("/", 1)[-1]
-    title = record.title or (f"{name} #{record.record_id}" if record.record_id is not None
-                             else f"{name}, line {record.line:,}")
-    return Document(doc_id=doc_id, title=one_line(title), text=record.text, source=label,
-                    metadata=record.metadata, line=record.line, outline=record.outline)
 
 
 def _mbox_documents(path: Path, label: str, on_issue: IssueHandler,
@@ -788,86 +750,41 @@ def read_csv_file(
     title_column: str = "title",
     text_column: str = CSV_TEXT_COLUMN,
 ) -> Iterator[Document]:
-    """Rows under a header line; a quoted field keeps its newlines, and an issue names the
-    line where its record starts. A CSV without the default text column (`CSV_TEXT_COLUMN`) is
-    read a record a row (`csv_records`: a ticket system's export) when its rows hold prose; one
-    without a text column named otherwise is refused, naming its columns."""
+    """Rows under a header line, read as a table (`tables.read_table`: by the text column, else a
+    record a row when its rows hold prose); a quoted field keeps its newlines, and an issue names
+    the line where its record starts. A CSV read neither way is refused, naming its columns."""
     text = _read_text(path, label, on_issue)
     if text is None:
         return
     csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
     delimiter = csv_delimiter(text)
-    reader = csv.reader(csv_lines(text), delimiter=delimiter)
     try:
-        columns = next(reader, [])
+        columns = next(csv.reader(csv_lines(text), delimiter=delimiter), [])
     except csv.Error as err:
         on_issue(InputIssue(label, 1, f"malformed CSV header ({err})"))
         return
-    if text_column not in columns:
-        why_not = ""
-        if text_column == CSV_TEXT_COLUMN:
-            read = _csv_as_records(text, delimiter, columns, label, on_issue, id_column, title_column)
-            if not isinstance(read, str):
-                yield from read
-                return
-            why_not = read
-        optional = " and ".join(f"'{c}'" for c in (id_column, title_column))
-        on_issue(
-            InputIssue(
-                label,
-                1,
-                f"missing CSV column '{text_column}' (columns, {_DELIMITERS[delimiter]}-separated: "
-                f"{', '.join(columns) or 'none'}){why_not}; "
-                f"the first row must name the columns, one of them '{text_column}' for the text "
-                f"(and optionally {optional})",
-                cli_hint="or map your columns with --csv-text/--csv-title/--csv-id",
-            )
-        )
+
+    def rows(report: IssueHandler) -> Iterator[tuple[int, list[str]]]:
+        reader = csv.reader(csv_lines(text), delimiter=delimiter)
+        next(reader, None)  # the header, read already
+        return _csv_rows(reader, columns, label, report)
+
+    read = tables.read_table(tables.Table(columns, rows), label, on_issue, id_column, title_column, text_column)
+    if not isinstance(read, str):
+        yield from read
         return
-    for row_no, values in _csv_rows(reader, columns, label, on_issue):
-        if columns.index(text_column) >= len(values):
-            on_issue(InputIssue(label, row_no, f"row has {len(values)} field{'s' if len(values) != 1 else ''} "
-                                f"but the header has {len(columns)}: it ends before column '{text_column}'"))
-            continue
-        row: dict[str, str | None] = dict.fromkeys(columns)
-        row.update(zip(columns, values, strict=False))
-        body = row.get(text_column) or ""
-        raw_id = row.get(id_column)
-        doc_id = raw_id if raw_id else f"{label}#L{row_no}"
-        if not has_visible_text(body):
-            blank = f"empty document (column '{text_column}' is blank)" if not body.strip() else _INVISIBLE
-            on_issue(InputIssue(label, row_no, blank, doc_id=doc_id))
-            continue
-        title = row.get(title_column) or ""
-        metadata = {
-            k: v for k, v in row.items() if k not in (id_column, title_column, text_column) and k
-        }
-        yield Document(
-            doc_id=doc_id, title=title, text=body, source=label, metadata=metadata, line=row_no
+    optional = " and ".join(f"'{c}'" for c in (id_column, title_column))
+    on_issue(
+        InputIssue(
+            label,
+            1,
+            f"missing CSV column '{text_column}' (columns, {_DELIMITERS[delimiter]}-separated: "
+            f"{', '.join(columns) or 'none'}){read}; "
+            f"the first row must name the columns, one of them '{text_column}' for the text "
+            f"(and optionally {optional})",
+            cli_hint="or map your columns with --csv-text/--csv-title/--csv-id",
         )
-
-
-def _csv_as_records(text: str, delimiter: str, columns: list[str], label: str, on_issue: IssueHandler,
-                    id_column: str, title_column: str) -> Iterator[Document] | str:
-    """The documents of a CSV without a text column read a record a row (`csv_records`), or, for
-    the message that refuses it, why it is not records. The rows are parsed twice, so that neither
-    pass holds more than a row: the first finds the id column and the share of prose (its issues
-    held until the rows prove records), the second reads the records (the same issues dropped)."""
-
-    def rows(report: IssueHandler) -> Iterator[csv_records.Row]:
-        again = csv.reader(csv_lines(text), delimiter=delimiter)
-        next(again, None)  # the header, read already
-        return (csv_records.Row(line, values) for line, values in _csv_rows(again, columns, label, report))
-
-    held: list[InputIssue] = []
-    try:
-        found = csv_records.reading(rows(held.append), columns, id_column, title_column)
-    except json_records.NotRecords as err:
-        return f"; nor is it read a record a row, as a ticket export is: {err}"
-    for issue in held:
-        on_issue(issue)
-    records = csv_records.read_records(rows(lambda issue: None), columns, found, title_column)
-    return _record_documents(label, records, on_issue)
+    )
 
 
 def _csv_rows(reader: Any, columns: list[str], label: str, on_issue: IssueHandler) -> Iterator[tuple[int, list[str]]]:
@@ -1097,7 +1014,7 @@ def read_labelled_file(
         return read_jsonl_file(path, label, on_issue)
     if suffix == ".csv":
         return read_csv_file(path, label, on_issue, *csv_columns)
-    return read_file(path, label, on_issue, max_document_chars)
+    return read_file(path, label, on_issue, max_document_chars, csv_columns)
 
 
 def count_documents(source: Path, exclude: Path | None = None) -> int:
@@ -1105,8 +1022,8 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
     a source read in windows): a line per JSONL record, one per CSV line after the header (a
     quoted line break counts one more), one per "From " line after an empty line of an mbox
     (named `.mbox`, `.mbx` or without a suffix, as mail clients keep their folders), one per record
-    of a JSON export (parsed: the JSON decoder's speed), one per other file. Reads at the speed of
-    the disk: about 8 s for 10M JSONL records."""
+    of a JSON export (parsed: the JSON decoder's speed), one per row of an .xlsx's sheets, one per
+    other file. Reads at the speed of the disk: about 8 s for 10M JSONL records."""
     total = 0
     for path in list_source_files(Path(source), lambda issue: None, exclude):
         suffix = Path(content_name(path)).suffix.lower()
@@ -1114,7 +1031,7 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
             total += _count_separators(path)
             continue
         if suffix not in RECORD_SUFFIXES:
-            total += _count_json_records(path) if _opens_as_json(path) else 1
+            total += _count_of_file(path)
             continue
         try:
             lines = _count_lines(path)
@@ -1122,6 +1039,21 @@ def count_documents(source: Path, exclude: Path | None = None) -> int:
             continue  # the read reports it
         total += max(0, lines - 1) if suffix == ".csv" else lines
     return total
+
+
+def _count_of_file(path: Path) -> int:
+    """A file's count other than a .jsonl's or .csv's: a JSON export's records, an .xlsx's rows
+    (`workbooks.xlsx_rows`; an .ods or .xls counts one, its rows unknown until read), else one."""
+    if _opens_as_json(path):
+        return _count_json_records(path)
+    head = _head(path)
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            if formats.detect(path, head) == formats.XLSX:
+                return workbooks.xlsx_rows(path)
+        except UnreadableDocument:
+            pass  # a ZIP of another kind: its read reports it
+    return 1
 
 
 def _count_json_records(path: Path) -> int:

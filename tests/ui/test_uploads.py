@@ -164,6 +164,22 @@ def test_an_export_with_one_bad_record_is_kept_with_its_other_records(tmp_path: 
     assert [hit.doc_id for hit in Searcher(index).search("printer", k=1, mode="bm25")] == ["tickets.json#1"]
 
 
+def test_a_workbook_with_a_sheet_left_out_stays_with_its_rows(tmp_path: Path) -> None:
+    """A workbook's rows are indexed and its lookup sheet left out with a warning: the upload is
+    kept (it was forgotten as a file left out, and the next upload's build removed its rows)."""
+    from tests.indexer.sources.test_workbooks import write_xlsx
+
+    index = tmp_path / "index"
+    workbook = write_xlsx(tmp_path / "support.xlsx").read_bytes()
+    result = index_uploads([("support.xlsx", workbook)], index)
+    assert result.report.documents_added == 4 and result.left_out == []
+    assert [note.split(": ", 2)[1] for note in result.caveats] == ["sheet 'Tickets'", "sheet 'Lookup' is left out"]
+    index_uploads([("later.txt", b"A note uploaded after the workbook, about the cafeteria menu.")], index)
+    assert sorted(p.name for p in uploads_dir(index).iterdir()) == ["later.txt", "support.xlsx"]
+    hits = Searcher(index).search("relay restarted draining", k=1, mode="bm25")
+    assert [hit.doc_id for hit in hits] == ["support.xlsx#Tickets!SUP-12"]
+
+
 @pytest.mark.integration
 def test_index_uploads_takes_any_text_file_and_refuses_a_batch_with_nothing_to_index(tmp_path: Path) -> None:
     import gzip

@@ -24,6 +24,9 @@ from indexer.sources.legacy_text import decode_legacy
 
 PDF, DOCX, EPUB, HTML = "pdf", "docx", "epub", "html"
 ODF, PPTX, RTF = "odf", "pptx", "rtf"
+# Workbooks: their sheets' tables are read as records are (`indexer.sources.workbooks`), not by `extract`.
+XLSX, ODS, XLS = "xlsx", "ods", "xls"
+WORKBOOKS = (XLSX, ODS, XLS)
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 _PDF_MAGIC = b"%PDF-"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -31,14 +34,16 @@ _RTF_MAGIC = b"{\\rtf"
 _HTML_START = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
 # OpenDocument text and presentations (and their templates) are read; the other kinds are refused.
 _ODF_READ = ("application/vnd.oasis.opendocument.text", "application/vnd.oasis.opendocument.presentation")
-_ODF_OTHER = ("application/vnd.oasis.opendocument.", "an OpenDocument spreadsheet, drawing or other file that is "
-              "not text or a presentation; save its content as .csv, .odt or PDF and index that")
-_XLSX = ("xl/workbook.xml", "an Excel workbook (.xlsx); save its sheets as .csv and index those")
+_ODS = "application/vnd.oasis.opendocument.spreadsheet"  # and its template's, -template
+_ODF_OTHER = ("application/vnd.oasis.opendocument.", "an OpenDocument drawing, chart, formula or other file that "
+              "is not text, a presentation or a spreadsheet; save its content as .odt or PDF and index that")
+_XLSX = "xl/workbook.xml"
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
 def _zip_kind(path: Path) -> str:
-    """DOCX, PPTX, ODF or EPUB by the parts the container holds; anything else is refused, saying
-    what it is."""
+    """DOCX, PPTX, ODF, EPUB, XLSX or ODS by the parts the container holds; anything else is
+    refused, saying what it is."""
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
@@ -46,7 +51,8 @@ def _zip_kind(path: Path) -> str:
     except (zipfile.BadZipFile, OSError, EOFError) as err:
         suffix = path.suffix.lower()
         what = {".docx": "Word file", ".epub": "EPUB", ".pptx": "PowerPoint file", ".odt": "OpenDocument file",
-                ".odp": "OpenDocument file"}.get(suffix, "ZIP archive (or office file inside one)")
+                ".odp": "OpenDocument file", ".xlsx": "Excel workbook",
+                ".ods": "OpenDocument spreadsheet"}.get(suffix, "ZIP archive (or office file inside one)")
         raise UnreadableDocument(f"damaged or truncated {what} ({err}); download or save it again") from err
     if "word/document.xml" in names:
         return DOCX
@@ -57,8 +63,10 @@ def _zip_kind(path: Path) -> str:
     if mimetype == "application/epub+zip" or "META-INF/container.xml" in names and any(
             n.endswith(".opf") for n in names):
         return EPUB
-    if _XLSX[0] in names:
-        raise UnreadableDocument(_XLSX[1])
+    if _XLSX in names:
+        return XLSX
+    if mimetype.startswith(_ODS):
+        return ODS
     if mimetype.startswith(_ODF_OTHER[0]):
         raise UnreadableDocument(_ODF_OTHER[1])
     raise UnreadableDocument("a ZIP archive that is not a Word, PowerPoint or OpenDocument file or an e-book "
@@ -66,15 +74,21 @@ def _zip_kind(path: Path) -> str:
 
 
 def is_container(head: bytes) -> bool:
-    """Whether a file opening with `head` is a PDF, RTF or a ZIP container (Word, PowerPoint,
-    OpenDocument, EPUB): what `detect` reads, rather than text."""
-    return head.startswith((_PDF_MAGIC, _ZIP_MAGIC, _RTF_MAGIC))
+    """Whether a file opening with `head` is a PDF, RTF, a ZIP container (Word, PowerPoint,
+    OpenDocument, EPUB, a workbook) or an OLE file (perhaps an .xls): what `detect` reads, rather
+    than text."""
+    return head.startswith((_PDF_MAGIC, _ZIP_MAGIC, _RTF_MAGIC, _OLE_MAGIC))
 
 
 def detect(path: Path, head: bytes) -> str | None:
-    """PDF, RTF, DOCX, PPTX, ODF or EPUB for a file whose first bytes are `head`, or None for any
-    other file (text, perhaps HTML: see `is_html`). Raises `UnreadableDocument` for a ZIP that is
-    none of these."""
+    """PDF, RTF, DOCX, PPTX, ODF, EPUB or a workbook (XLSX, ODS, XLS: `WORKBOOKS`) for a file
+    whose first bytes are `head`, or None for any other file (text, perhaps HTML: see `is_html`;
+    an OLE file that holds no workbook, which the text reader refuses, naming it). Raises
+    `UnreadableDocument` for a ZIP that is none of these."""
+    if head.startswith(_OLE_MAGIC):
+        from indexer.sources.workbooks import is_xls
+
+        return XLS if is_xls(path) else None
     if head.startswith(_PDF_MAGIC):
         return PDF
     if head.startswith(_RTF_MAGIC):

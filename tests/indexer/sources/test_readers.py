@@ -575,7 +575,8 @@ def test_a_gzip_compressed_pdf_office_file_rtf_or_e_book_is_read_as_the_file_it_
 def test_older_and_password_protected_office_files_are_named_with_what_to_save_them_as(tmp_path):
     """.doc, .xls and .ppt (and a .docx saved with a password) are OLE compound files, and TeX's
     DVI is typeset pages: binary, so they were refused as "binary file (it holds NUL bytes)",
-    which named neither the format nor the fix."""
+    which named neither the format nor the fix. An OLE file without a workbook in it is not read
+    as one, whatever its name (budget.xls)."""
     import gzip
 
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504) + b"Root Entry".join([bytes(64)] * 8)
@@ -586,9 +587,9 @@ def test_older_and_password_protected_office_files_are_named_with_what_to_save_t
     (tmp_path / "refcard.dvi.gz").write_bytes(gzip.compress(dvi))
     docs, issues = collect(tmp_path)
     assert docs == []
-    assert issues == [f"{name}: an older Office file (.doc, .xls, .ppt: Microsoft's formats before 2007) or a "
-                      "password-protected one, which is not read; save it as .docx, .pptx or PDF, without a "
-                      "password, and index that" for name in ("budget.xls", "locked.docx", "minutes.doc")] + [
+    assert issues == [f"{name}: an older Word or PowerPoint file (.doc, .ppt: Microsoft's formats before 2007) or a "
+                      "password-protected Office file, which is not read; save it as .docx, .pptx, .xlsx or PDF, "
+                      "without a password, and index that" for name in ("budget.xls", "locked.docx", "minutes.doc")] + [
         "refcard.dvi.gz: a DVI file (TeX's typeset pages, not text); convert it to PDF (dvipdf FILE) and index the PDF"]
 
 

@@ -6,9 +6,11 @@ from indexer.sources.formats import (
     DOCX,
     EPUB,
     ODF,
+    ODS,
     PDF,
     PPTX,
     RTF,
+    XLSX,
     UnreadableDocument,
     detect,
     is_html,
@@ -43,11 +45,18 @@ def test_formats_are_told_by_content_not_name(tmp_path):
     assert detect(plain, head(plain)) is None
 
 
+def test_workbooks_are_told_by_their_parts_not_their_names(tmp_path):
+    """An Excel workbook by its `xl/workbook.xml` part, an OpenDocument spreadsheet (or its
+    template) by its mimetype: read as tables (`indexer.sources.workbooks`), not refused."""
+    excel = write_zip(tmp_path / "export.zip", {"xl/workbook.xml": "<x/>"})
+    sheet = write_zip(tmp_path / "budget", {"mimetype": "application/vnd.oasis.opendocument.spreadsheet"})
+    template = write_zip(tmp_path / "t.ots", {"mimetype": "application/vnd.oasis.opendocument.spreadsheet-template"})
+    assert [detect(path, head(path)) for path in (excel, sheet, template)] == [XLSX, ODS, ODS]
+
+
 @pytest.mark.parametrize(("files", "problem"), [
     ({"a.txt": "hello"}, "a ZIP archive that is not a Word, PowerPoint or OpenDocument file or an e-book"),
-    ({"xl/workbook.xml": "<x/>"}, "an Excel workbook"),
-    ({"mimetype": "application/vnd.oasis.opendocument.spreadsheet"}, "an OpenDocument spreadsheet, drawing"),
-    ({"mimetype": "application/vnd.oasis.opendocument.graphics"}, "an OpenDocument spreadsheet, drawing"),
+    ({"mimetype": "application/vnd.oasis.opendocument.graphics"}, "an OpenDocument drawing, chart, formula"),
 ])
 def test_other_zips_are_refused_saying_what_they_are(tmp_path, files, problem):
     path = write_zip(tmp_path / "thing.zip", files)
