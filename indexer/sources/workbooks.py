@@ -71,39 +71,47 @@ def read_workbook(path: Path, label: str, on_issue: IssueHandler, kind: str, id_
     out with a warning when another sheet is read (`partial`: the file is indexed all the same, so
     the app keeps the upload and a build keeps nothing stored for it; `--strict` stops there);
     when none is, the file is refused, naming each sheet's columns and why."""
-    read_any, left_out = False, []
+    tables_read, left_out = 0, list[tuple[Sheet, str]]()
     try:
         for sheet in sheets(path, kind):
             report = _in_sheet(on_issue, sheet.name)
             read = read_table(Table(sheet.columns, _rows_of(sheet), sheet=sheet.name), label, report,
                               id_column, title_column, text_column)
             if isinstance(read, str):
-                left_out.append((sheet, read))
+                left_out.append((sheet, f"no column '{text_column}' in its header row {sheet.header_row} "
+                                        f"({_shown(sheet.columns)}){read}"))
                 continue
+            tables_read += 1
             if sheet.above:
                 report(InputIssue(label, sheet.header_row, f"{sheet.above} filled row{'s' if sheet.above > 1 else ''} "
                                   "above the header row (a title over the table) not read as rows", partial=True))
-            for document in read:
-                read_any = True
-                yield document
+            yield from read
     except UnreadableDocument as err:
         on_issue(InputIssue(label, None, str(err)))
         return
-    hint = "or map your columns with --csv-text/--csv-title/--csv-id"
-    for sheet, why in left_out if read_any else ():
-        on_issue(InputIssue(label, sheet.header_row, f"sheet '{sheet.name}' is left out: {_refusal(sheet, text_column, why)}",
-                            cli_hint=hint, partial=True))
-    if not read_any:
-        reasons = "; ".join(f"sheet '{sheet.name}': {_refusal(sheet, text_column, why)}" for sheet, why in left_out)
-        on_issue(InputIssue(label, None, f"no sheet of this {_NAMES[kind]} holds a table of text ({reasons}); "
-                            f"its header row must name the columns, one of them '{text_column}' for the text"
-                            if left_out else f"empty {_NAMES[kind]}: no sheet holds a filled cell",
-                            cli_hint=hint if left_out else None))
+    for issue in _left_out_issues(label, kind, text_column, tables_read, left_out):
+        on_issue(issue)
 
 
-def _refusal(sheet: Sheet, text_column: str, why: str) -> str:
-    shown = ", ".join(sheet.columns[:12]) + (f", ... ({len(sheet.columns)} in all)" if len(sheet.columns) > 12 else "")
-    return f"no column '{text_column}' in its header row {sheet.header_row} ({shown}){why}"
+_HINT = "or map your columns with --csv-text/--csv-title/--csv-id"
+
+
+def _left_out_issues(label: str, kind: str, text_column: str, tables_read: int,
+                     left_out: list[tuple[Sheet, str]]) -> list[InputIssue]:
+    """Warnings for the sheets left out of a workbook others of which were read as tables (their
+    rows' own issues say why any gave no document); else one issue refusing the file."""
+    if tables_read:
+        return [InputIssue(label, sheet.header_row, f"sheet '{sheet.name}' is left out: {why}", cli_hint=_HINT,
+                           partial=True) for sheet, why in left_out]
+    if not left_out:
+        return [InputIssue(label, None, f"empty {_NAMES[kind]}: no sheet holds a filled cell")]
+    reasons = "; ".join(f"sheet '{sheet.name}': {why}" for sheet, why in left_out)
+    return [InputIssue(label, None, f"no sheet of this {_NAMES[kind]} holds a table of text ({reasons}); its "
+                       f"header row must name the columns, one of them '{text_column}' for the text", cli_hint=_HINT)]
+
+
+def _shown(columns: list[str]) -> str:
+    return ", ".join(columns[:12]) + (f", ... ({len(columns)} in all)" if len(columns) > 12 else "")
 
 
 def _rows_of(sheet: Sheet) -> Callable[[IssueHandler], Iterator[tuple[int, list[str]]]]:

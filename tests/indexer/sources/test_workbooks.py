@@ -247,3 +247,16 @@ def test_a_builds_progress_counts_an_xlsx_by_its_rows(tmp_path: Path) -> None:
     assert workbooks.xlsx_rows(tmp_path / "support.xlsx") == 4 + 3 + 0 + 3
     assert workbooks.xlsx_rows(tmp_path / "streamed.xlsx") == 50
     assert count_documents(tmp_path) == 60
+
+
+def test_a_sheet_read_by_its_text_column_whose_rows_are_blank_is_no_empty_workbook(tmp_path: Path) -> None:
+    """Its rows' own issues say why it gave no document; the file is not called empty."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for row in (["id", "text"], ["a", " "], ["b", None]):
+        book.active.append(row)
+    book.save(tmp_path / "blank.xlsx")
+    docs, issues = read(tmp_path / "blank.xlsx")
+    assert docs == [] and [(i.line, i.problem) for i in issues] == [
+        (row, "sheet 'Sheet': empty document (column 'text' is blank)") for row in (2, 3)]
