@@ -39,6 +39,11 @@ def one_line(title: str) -> str:
     return _CONTROLS.sub(" ", title).strip()
 
 
+# Why a document without a visible character is skipped.
+INVISIBLE = ("empty document: it holds only invisible characters (zero-width spaces, byte-order "
+             "marks, soft hyphens, control or private-use characters); give it visible text")
+
+
 def has_visible_text(text: str) -> bool:
     """Whether `text` holds a character a reader can see (and a tokenizer keeps).
 

@@ -39,6 +39,7 @@ from indexer.layout import MANIFEST, SQLITE_FILE, VECTOR_PREFIX, VECTOR_SUFFIX
 from indexer.sources import formats, generated, json_records, tables, workbooks
 from indexer.sources.documents import (
     DEFAULT_MAX_DOCUMENT_CHARS,
+    INVISIBLE,
     Document,
     InputIssue,
     document_too_long,
@@ -53,7 +54,7 @@ from indexer.sources.json_records import json_kind
 from indexer.sources.legacy_text import decode_legacy
 from indexer.sources.outline import outline_of_text
 from indexer.sources.records import record_documents
-from indexer.sources.tables import CSV_TEXT_COLUMN, INVISIBLE
+from indexer.sources.tables import CSV_TEXT_COLUMN
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,6 @@ _BINARY_SIGNATURES = (
 IssueHandler = Callable[[InputIssue], None]
 
 _EMPTY = "empty document"
-_INVISIBLE = INVISIBLE
 
 
 def _log_issue(issue: InputIssue) -> None:
@@ -437,7 +437,7 @@ def read_text_file(
             on_issue(InputIssue(label, None, document_too_long(f"{len(text):,} characters", max_document_chars)))
             return
     if not has_visible_text(text):
-        on_issue(InputIssue(label, None, _EMPTY if not text.strip() else _INVISIBLE, doc_id=label))
+        on_issue(InputIssue(label, None, _EMPTY if not text.strip() else INVISIBLE, doc_id=label))
         return
     html = formats.is_html(name, text)
     left_out = None if html else generated.minified_note(name, text) or generated.markup_only_note(text)
@@ -693,7 +693,7 @@ def read_jsonl_file(path: Path, label: str, on_issue: IssueHandler) -> Iterator[
                 continue
         if not body or not has_visible_text(body):
             blank = "empty document (no 'text' field or it is blank)" if not body or not body.strip() \
-                else _INVISIBLE
+                else INVISIBLE
             if "text" not in row:
                 blank = ("empty document: no 'text' field, and no title or field of prose (body, description, "
                          "content, ..., or a string of four words or more)")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from indexer.sources import csv_records, json_records
-from indexer.sources.documents import Document, InputIssue, has_visible_text
+from indexer.sources.documents import INVISIBLE, Document, InputIssue, has_visible_text
 from indexer.sources.records import record_documents, record_name
 
 IssueHandler = Callable[[InputIssue], None]
@@ -21,8 +21,6 @@ IssueHandler = Callable[[InputIssue], None]
 # The column a table's text is read from unless another is named (`--csv-text`); a table without
 # it may be read a record a row (`csv_records`).
 CSV_TEXT_COLUMN = "text"
-INVISIBLE = ("empty document: it holds only invisible characters (zero-width spaces, byte-order "
-             "marks, soft hyphens, control or private-use characters); give it visible text")
 
 
 @dataclass(frozen=True)
