@@ -7,8 +7,9 @@ manual or a mail message by how its text opens; and a README, `.rst`, `.log` or 
 an extension is one document when its bytes decode as text (binary is told by NUL bytes, as
 `_decode` does). A gzip-compressed file is read as what it holds (`notes.txt.gz`,
 `corpus.jsonl.gz`, `manual.pdf.gz`). `.jsonl` and `.csv` are read as records, one document
-each, and an mbox file (a mail folder or archive) as its messages, one document each, read as they
-come. Each whole-file document keeps its outline (pages, headings: `indexer.sources.outline`),
+each (a CSV as a table: `tables`), a workbook (.xlsx, .ods, .xls) as its sheets' tables
+(`workbooks`), and an mbox file (a mail folder or archive) as its messages, one document each,
+read as they come. Each whole-file document keeps its outline (pages, headings: `indexer.sources.outline`),
 from which every passage is located.
 
 Bad records never stop a build by default: each is reported through `on_issue`
