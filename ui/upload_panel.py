@@ -128,14 +128,23 @@ def show_upload_outcome(job: UploadBuild) -> None:
 
 def upload_message(result: UploadResult, collection: str) -> str:
     """What a batch of uploads added to `collection`, counting the files read, those skipped and
-    those left out on purpose apart."""
+    those left out on purpose apart. A file whose issues are about records in it (a line: an empty
+    row of a CSV or a sheet, a bad record of a JSON export) was read: its skipped records are
+    counted, not the file."""
     report = result.report
-    skipped = {issue.split(":", 1)[0] for issue in result.issues} & set(result.saved)
+    with_records = set(report.files_with_records)
+    named = [issue.split(":", 1)[0] for issue in result.issues]
+    skipped = set(named) & set(result.saved) - with_records
     left_out = set(result.left_out_files) - skipped
-    apart = [f"{len(skipped)} skipped"] * bool(skipped) + [f"{len(left_out)} left out"] * bool(left_out)
+    records = sum(name in with_records for name in named)
     read = len(result.saved) - len(skipped) - len(left_out)
-    files = (f"from {read} of {plural(len(result.saved), 'file')}; {' and '.join(apart)} (below)" if apart
+    apart = [f"{len(skipped)} skipped"] * bool(skipped) + [f"{len(left_out)} left out"] * bool(left_out)
+    files = (f"from {read} of {plural(len(result.saved), 'file')}; {' and '.join(apart)}" if apart
              else f"from {plural(len(result.saved), 'file')}")
+    if records:
+        files += f"{';' if apart else ','} {plural(records, 'record')} in {'them' if read > 1 else 'it'} skipped"
+    if apart or records:
+        files += " (below)"
     return (f"Added {plural(report.documents_added, 'new document')} and updated "
             f"{plural(report.documents_updated, 'document')} {files} "
             f"({plural(report.passages_embedded, 'passage')} embedded). "

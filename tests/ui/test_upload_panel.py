@@ -37,6 +37,19 @@ def test_the_upload_message_counts_files_left_out_on_purpose_apart() -> None:
     assert "from 1 of 4 files; 1 skipped and 2 left out (below)" in upload_message(result, "notes")
 
 
+def test_the_upload_message_counts_a_file_whose_records_were_skipped_as_read() -> None:
+    """A workbook with an empty row was read, its other rows indexed: it was counted as a skipped
+    file ("from 0 of 1 file; 1 skipped"), seen in a browser."""
+    report = BuildCounts("summary", documents_added=4, passages_embedded=4, total_documents=9,
+                         files_with_records=("support.xlsx",))
+    result = UploadResult(report, saved=["support.xlsx"],
+                          issues=["support.xlsx:3: sheet 'Notes': empty document (column 'text' is blank)"])
+    assert "from 1 file, 1 record in it skipped (below) (4 passages" in upload_message(result, "notes")
+    both = UploadResult(report, saved=["support.xlsx", "b.png"],
+                        issues=["b.png: binary file (a PNG image)", "support.xlsx:3: empty", "support.xlsx:4: empty"])
+    assert "from 1 of 2 files; 1 skipped; 2 records in it skipped (below)" in upload_message(both, "notes")
+
+
 TICKETS = (b"Subject,Ticket ID,Description\n"
            b"Printer jams,101,The printer on the third floor jams on every second page.\n"
            b"VPN drops,102,The VPN connection drops every hour since the update.\n")
