@@ -1,5 +1,6 @@
-"""The sidebar's "Add documents": upload files, map a CSV's columns, choose the collection they go
-into (`ui.collections.upload_target`), and index them there in the background."""
+"""The sidebar's "Add documents": upload files, map a CSV's columns, see how a workbook's sheets
+will read, choose the collection they go into (`ui.collections.upload_target`), and index them
+there in the background."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ui.csv_columns import (
 from ui.highlight import escape_markdown
 from ui.results import plural
 from ui.uploads import ACCEPTED_TYPES, UploadBuild, UploadResult, start_upload
+from ui.workbook_notes import workbook_note, workbook_readings
 
 # The "none" choice for a CSV's title or id column (a column without a name is never offered).
 NO_COLUMN = ""
@@ -56,6 +58,7 @@ def upload_section(folder: Path) -> None:
         "A spreadsheet (.xlsx, .ods, .xls) is read a sheet at a time, each sheet as such a .csv.",
     )
     mappings, mapped = csv_mapping_controls(files or [])
+    workbook_notes(files or [])
     target = upload_target(folder)
     job: UploadBuild | None = st.session_state.get(UPLOAD_BUILD)
     busy = upload_running()
@@ -205,6 +208,25 @@ def csv_mapping_controls(files: list) -> tuple[dict[str, CsvMapping], bool]:
             continue
         mappings[upload.name] = mapping
     return mappings, fits
+
+
+# How a workbook's sheets read, once per upload's content (every sheet is read: a page run on every click).
+_workbook_readings = st.cache_data(show_spinner=False, max_entries=16)(workbook_readings)
+
+
+def workbook_notes(files: list) -> None:
+    """For each uploaded workbook, how its sheets will be read (`ui.workbook_notes`): a warning when
+    none gives a document, an error when it cannot be opened; nothing to choose, so it never holds
+    the upload back (the build says the same of it)."""
+    for upload in {upload.name: upload for upload in files}.values():
+        readings = _workbook_readings(upload.name, upload.getvalue())
+        if readings is None:
+            continue
+        if isinstance(readings, str):
+            st.sidebar.error(f"**{escape_markdown(upload.name)}** cannot be read: {escape_markdown(readings)}")
+            continue
+        note, read = workbook_note(upload.name, readings)
+        (st.sidebar.info if read else st.sidebar.warning)(note)
 
 
 def records_note(name: str, reading: Reading) -> str:

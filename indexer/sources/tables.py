@@ -35,21 +35,42 @@ class Table:
     sheet: str | None = None
 
 
+@dataclass(frozen=True)
+class TableReading:
+    """How a build reads a table: by its text column (both None), a record a row (`records`: the
+    columns its text, title and id come from), or not at all (`refused`: why its rows are not
+    records; "" when the text column was named, since nothing is guessed then)."""
+
+    records: csv_records.Reading | None = None
+    refused: str | None = None
+
+
+def table_reading(table: Table, id_column: str = "id", title_column: str = "title",
+                  text_column: str = CSV_TEXT_COLUMN, on_issue: IssueHandler | None = None) -> TableReading:
+    """How `table` is read (what `read_table` does, and what the app tells a person before a build);
+    a table read a record a row is parsed once here, its rows' issues given to `on_issue`."""
+    if text_column in table.columns:
+        return TableReading()
+    if text_column != CSV_TEXT_COLUMN:
+        return TableReading(refused="")
+    try:
+        return TableReading(records=csv_records.reading(_rows(table, on_issue or (lambda issue: None)),
+                                                        table.columns, id_column, title_column))
+    except json_records.NotRecords as err:
+        return TableReading(refused=str(err))
+
+
 def read_table(table: Table, label: str, on_issue: IssueHandler, id_column: str = "id",
                title_column: str = "title", text_column: str = CSV_TEXT_COLUMN) -> Iterator[Document] | str:
-    """The documents of `table`'s rows from the file `label`, or, when it has no `text_column`
-    and does not read a record a row, why not: "" when `text_column` was named (nothing is
-    guessed then), else the reason its rows are not records, to end the refusal's message."""
-    if text_column in table.columns:
-        return _by_text_column(table, label, on_issue, id_column, title_column, text_column)
-    if text_column != CSV_TEXT_COLUMN:
-        return ""
+    """The documents of `table`'s rows from the file `label`, read as `table_reading` says, or why
+    they are not read, to end the refusal's message ("" when the text column was named)."""
     held: list[InputIssue] = []
-    try:
-        found = csv_records.reading(_rows(table, held.append), table.columns, id_column, title_column)
-    except json_records.NotRecords as err:
-        return f"; nor is it read a record a row, as a ticket export is: {err}"
-    return _records(table, label, on_issue, found, title_column, held)
+    how = table_reading(table, id_column, title_column, text_column, held.append)
+    if how.refused is not None:
+        return how.refused and f"; nor is it read a record a row, as a ticket export is: {how.refused}"
+    if how.records is None:
+        return _by_text_column(table, label, on_issue, id_column, title_column, text_column)
+    return _records(table, label, on_issue, how.records, title_column, held)
 
 
 def _records(table: Table, label: str, on_issue: IssueHandler, found: csv_records.Reading,

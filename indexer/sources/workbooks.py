@@ -40,7 +40,7 @@ from typing import Any
 
 from indexer.sources.documents import Document, InputIssue
 from indexer.sources.formats.extracted import UnreadableDocument
-from indexer.sources.tables import CSV_TEXT_COLUMN, Table, read_table
+from indexer.sources.tables import CSV_TEXT_COLUMN, Table, TableReading, read_table, table_reading
 
 IssueHandler = Callable[[InputIssue], None]
 
@@ -91,6 +91,25 @@ def read_workbook(path: Path, label: str, on_issue: IssueHandler, kind: str, id_
         return
     for issue in _left_out_issues(label, kind, text_column, tables_read, left_out):
         on_issue(issue)
+
+
+@dataclass(frozen=True)
+class SheetReading:
+    """How a build reads one sheet (`tables.table_reading`), and its rows below the header."""
+
+    name: str
+    rows: int
+    how: TableReading
+
+
+def sheet_readings(path: Path, kind: str, id_column: str = "id", title_column: str = "title",
+                   text_column: str = CSV_TEXT_COLUMN) -> list[SheetReading]:
+    """How a build reads each sheet of the workbook at `path` that holds a filled cell (what the app
+    tells a person before a build). Raises `UnreadableDocument` as `sheets` does."""
+    return [SheetReading(sheet.name, len(sheet.rows),
+                         table_reading(Table(sheet.columns, _rows_of(sheet), sheet=sheet.name),
+                                       id_column, title_column, text_column))
+            for sheet in sheets(path, kind)]
 
 
 _HINT = "or map your columns with --csv-text/--csv-title/--csv-id"

@@ -260,3 +260,12 @@ def test_a_sheet_read_by_its_text_column_whose_rows_are_blank_is_no_empty_workbo
     docs, issues = read(tmp_path / "blank.xlsx")
     assert docs == [] and [(i.line, i.problem) for i in issues] == [
         (row, "sheet 'Sheet': empty document (column 'text' is blank)") for row in (2, 3)]
+
+
+def test_sheet_readings_say_how_a_build_reads_each_sheet(tmp_path: Path) -> None:
+    readings = workbooks.sheet_readings(write_xlsx(tmp_path / "support.xlsx"), workbooks.XLSX)
+    assert [(r.name, r.rows, r.how.records is not None, r.how.refused is not None) for r in readings] == [
+        ("Tickets", 2, True, False), ("Lookup", 3, False, True), ("Notes", 3, False, False)]
+    records = readings[0].how.records
+    assert records is not None and (records.text, records.title, records.id) == (
+        ("Description", "Comment"), "Summary", "Issue key")
