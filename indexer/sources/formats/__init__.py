@@ -6,8 +6,9 @@ A file's format is told by its content, as text is: a PDF by its `%PDF-` header 
 name says otherwise, an office file or e-book by the parts its ZIP container holds, RTF by its
 `{\\rtf` opening, HTML by its name or its opening tag, a manual page by its roff title and
 section lines, an Info manual by makeinfo's first line, a mail message by its header block, a
-notebook by its name or its JSON's `nbformat`, LaTeX by its name.
-`detect` decides for files that are not read as text; `extract` reads them. Each reader returns
+notebook by its name or its JSON's `nbformat`, LaTeX by its name; a workbook (.xlsx, .ods, .xls)
+by its parts or its OLE workbook stream, read as tables by `indexer.sources.workbooks`.
+`detect` decides for files that are not read as text; `extract` reads the others. Each reader returns
 an `Extracted` (text, outline of pages and headings, title, warnings) or raises
 `UnreadableDocument`.
 """
