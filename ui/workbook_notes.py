@@ -19,7 +19,7 @@ def workbook_readings(name: str, data: bytes) -> list[workbooks.SheetReading] | 
     """How a build reads the uploaded file `name` when it is a workbook (told by content, as the
     build tells it), a sheet at a time; why it cannot be read, for a file named as a workbook (a
     damaged one); None for any other file (the build reports it, if need be)."""
-    if not data.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
+    if not formats.may_be_workbook(data[:8]):
         return None
     with tempfile.TemporaryDirectory(prefix="semsearch-workbook-") as folder:
         path = Path(folder) / (Path(name).name or "upload")

@@ -81,6 +81,17 @@ def is_container(head: bytes) -> bool:
     return head.startswith((_PDF_MAGIC, _ZIP_MAGIC, _RTF_MAGIC, _OLE_MAGIC))
 
 
+def may_be_workbook(head: bytes) -> bool:
+    """Whether a file opening with `head` may be a workbook (a ZIP container, or an OLE file that
+    may hold an .xls): what `detect` must open to tell."""
+    return head.startswith((_ZIP_MAGIC, _OLE_MAGIC))
+
+
+def is_zip(head: bytes) -> bool:
+    """Whether a file opening with `head` is a ZIP container (an office file, an e-book, a workbook)."""
+    return head.startswith(_ZIP_MAGIC)
+
+
 def detect(path: Path, head: bytes) -> str | None:
     """PDF, RTF, DOCX, PPTX, ODF, EPUB or a workbook (XLSX, ODS, XLS: `WORKBOOKS`) for a file
     whose first bytes are `head`, or None for any other file (text, perhaps HTML: see `is_html`;
